@@ -1,0 +1,26 @@
+# Shared settings for rankflow's targets: warnings, include roots, and how mpirun is launched.
+
+# rankflow_warnings(<target>): -Wall -Wextra everywhere; errors when RANKFLOW_WERROR is on (CI).
+function(rankflow_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wshadow -Wnon-virtual-dtor)
+  if(RANKFLOW_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()
+
+# rankflow_layer(<target> SOURCES...): one static library per layer. Private headers are found
+# as "<layer>/<file>.h" from src/, public ones as "rankflow/<file>.h" from include/.
+function(rankflow_layer target)
+  add_library(${target} STATIC ${ARGN})
+  target_include_directories(${target}
+    PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
+  target_compile_options(${target} PRIVATE $<$<CONFIG:Release>:-O3>)
+  rankflow_warnings(${target})
+endfunction()
+
+# mpirun as rankflow's tests and scripts call it: root and oversubscription are allowed here so
+# users never type those flags.
+set(RANKFLOW_MPIEXEC ${MPIEXEC_EXECUTABLE} --oversubscribe)
+set(RANKFLOW_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+    OMPI_MCA_rmaps_base_oversubscribe=1)

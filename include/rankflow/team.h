@@ -1,0 +1,109 @@
+// rankflow/team.h: the primitive interface collectives, channels and MoE are written against.
+//
+// A Team is a set of ranks (a communication domain seen from one member, or a library-mode
+// communicator) sharing a symmetric window: named buffers at the same offsets on every member,
+// one-sided put/get, atomics, signals with monotonic counters, and a barrier built from signals.
+// Every remote access is bounds-checked; every wait has a timeout and names what it waited for.
+//
+// Team is a cheap handle (copies share one window). One thread at a time may use it.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rankflow {
+
+namespace transport {
+class TeamState;
+}
+
+// One named buffer in a team's symmetric window.
+struct BufferSpec {
+  std::string name;
+  size_t bytes = 0;
+  size_t alignment = 64;  // a power of two
+};
+
+enum class Compare { kGreaterEqual, kEqual };
+
+class Team {
+ public:
+  // Signal slots are 64-bit counters, each on its own cache line, in the window's control area.
+  static constexpr uint32_t kDefaultSignalSlots = 64;
+
+  explicit Team(std::shared_ptr<transport::TeamState> state);
+
+  int rank() const;
+  int size() const;
+
+  // Named buffers: offset within the window (the same on every member) and the local bytes.
+  size_t offset(std::string_view buffer) const;
+  size_t bytes(std::string_view buffer) const;
+  std::span<std::byte> local(std::string_view buffer) const;
+  template <typename T>
+  std::span<T> local_as(std::string_view buffer) const {
+    auto raw = local(buffer);
+    return {reinterpret_cast<T*>(raw.data()), raw.size() / sizeof(T)};
+  }
+  std::byte* local_ptr(size_t offset) const;
+  size_t window_bytes() const;
+
+  // Direct load/store pointer into `peer`'s window, or null when it is not mappable (another
+  // host, or UCX_TLS=tcp,self). Algorithms use it as a fast path and fall back to put/get.
+  void* remote_ptr(int peer, size_t offset) const;
+  bool all_mapped() const;
+
+  // One-sided transfers. Where the peer is mapped they are plain copies, complete on return;
+  // otherwise they go through UCX and `src`/`dst` must stay valid until flush().
+  void put(int peer, size_t dst_offset, const void* src, size_t bytes);
+  void get(int peer, size_t src_offset, void* dst, size_t bytes);
+  void flush();          // remote completion of everything issued so far
+  void flush(int peer);  // ... to one peer
+  void fence();          // earlier puts/atomics land before later ones
+
+  // Atomics on naturally aligned words of a peer's window.
+  void atomic_add(int peer, size_t offset, uint64_t value);
+  uint64_t fetch_add(int peer, size_t offset, uint64_t value);
+  uint64_t compare_swap(int peer, size_t offset, uint64_t expected, uint64_t desired);
+  void atomic_add32(int peer, size_t offset, uint32_t value);
+  uint32_t fetch_add32(int peer, size_t offset, uint32_t value);
+  uint32_t compare_swap32(int peer, size_t offset, uint32_t expected, uint32_t desired);
+
+  // Signals: adds `value` to counter `slot` on `peer`, after every earlier put to that peer has
+  // landed. Counters only grow, so a receiver waits for a sequence number, never resets.
+  void signal(int peer, uint32_t slot, uint64_t value = 1);
+  // Waits until local counter `slot` reaches `at_least`; returns its value. `from_peer` (or -1)
+  // is named in the Timeout diagnostic.
+  uint64_t wait_signal(uint32_t slot, uint64_t at_least, int from_peer = -1) const;
+  uint64_t signal_value(uint32_t slot) const;
+  uint32_t signal_slots() const;
+
+  // Waits until the local 64-bit word at `offset` satisfies the comparison.
+  uint64_t wait(size_t offset, Compare cmp, uint64_t value, int from_peer = -1) const;
+
+  // Advances the transport once. Loops that poll several conditions themselves call it, so that
+  // transfers from peers reached through UCX (not mapped) keep landing.
+  void progress() const;
+
+  // Completes outstanding transfers, then synchronises every member (dissemination over signals).
+  void barrier();
+
+  // The limit of every wait on this team (default RANKFLOW_TIMEOUT_S).
+  std::chrono::nanoseconds timeout() const;
+  void set_timeout(std::chrono::nanoseconds timeout);
+
+  // Collective: releases the window after every member is done with it.
+  void close();
+
+ private:
+  friend class transport::TeamState;
+  std::shared_ptr<transport::TeamState> state_;
+};
+
+}  // namespace rankflow

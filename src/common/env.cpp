@@ -1,0 +1,59 @@
+// Environment parameters (see env.h). Values are read on each call so tests can change them.
+#include "common/env.h"
+
+#include <cmath>
+#include <cstdlib>
+
+#include "rankflow/error.h"
+
+namespace rankflow::env {
+
+std::optional<std::string> get(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value) {
+  char* end = nullptr;
+  const double seconds = std::strtod(value.c_str(), &end);
+  if (end == value.c_str() || *end != '\0' || !std::isfinite(seconds) || seconds <= 0 ||
+      seconds > 1e6) {
+    throw InvalidArgument(std::string(var) + "='" + value +
+                          "' is not a positive number of seconds (for example 120 or 0.5)");
+  }
+  return std::chrono::nanoseconds(static_cast<long long>(seconds * 1e9));
+}
+
+LogLevel parse_log_level(const char* var, const std::string& value) {
+  if (value == "error") return LogLevel::kError;
+  if (value == "warn") return LogLevel::kWarn;
+  if (value == "info") return LogLevel::kInfo;
+  if (value == "debug") return LogLevel::kDebug;
+  throw InvalidArgument(std::string(var) + "='" + value +
+                        "' is not a log level; valid levels are error, warn, info, debug");
+}
+
+BindPolicy parse_bind_policy(const char* var, const std::string& value) {
+  if (value == "core") return BindPolicy::kCore;
+  if (value == "none") return BindPolicy::kNone;
+  throw InvalidArgument(std::string(var) + "='" + value +
+                        "' is not a binding policy; valid policies are core, none");
+}
+
+std::chrono::nanoseconds timeout() {
+  const auto value = get("RANKFLOW_TIMEOUT_S");
+  return value ? parse_timeout("RANKFLOW_TIMEOUT_S", *value) : std::chrono::seconds(120);
+}
+
+LogLevel log_level() {
+  const auto value = get("RANKFLOW_LOG");
+  return value ? parse_log_level("RANKFLOW_LOG", *value) : LogLevel::kWarn;
+}
+
+BindPolicy bind_policy() {
+  const auto value = get("RANKFLOW_BIND");
+  return value ? parse_bind_policy("RANKFLOW_BIND", *value) : BindPolicy::kCore;
+}
+
+}  // namespace rankflow::env

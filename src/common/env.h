@@ -1,0 +1,29 @@
+// Environment parameters: every RANKFLOW_* variable is parsed here, once, with a clear Error for a
+// value rankflow does not understand. Pure functions; any thread may call them.
+#pragma once
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace rankflow::env {
+
+enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
+enum class BindPolicy { kCore, kNone };
+
+// Raw lookup: the variable's value, or nullopt when unset or empty.
+std::optional<std::string> get(const char* name);
+
+// RANKFLOW_TIMEOUT_S: seconds (fractional allowed, > 0) a blocking wait may take. Default 120.
+std::chrono::nanoseconds timeout();
+// RANKFLOW_LOG: error|warn|info|debug. Default warn.
+LogLevel log_level();
+// RANKFLOW_BIND: core|none. Default core.
+BindPolicy bind_policy();
+
+// Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.
+std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value);
+LogLevel parse_log_level(const char* var, const std::string& value);
+BindPolicy parse_bind_policy(const char* var, const std::string& value);
+
+}  // namespace rankflow::env

@@ -1,0 +1,228 @@
+// Context (see context.h): MPI bootstrap, binding, UCX context/worker and endpoint wiring.
+// Runs on the main thread at start-up and teardown.
+#include "transport/context.h"
+
+#include <mutex>
+
+#include "common/env.h"
+#include "common/log.h"
+#include "rankflow/error.h"
+#include "transport/binding.h"
+#include "transport/progress.h"
+
+namespace rankflow::transport {
+
+void check_ucs(ucs_status_t status, const std::string& what) {
+  if (status == UCS_OK) return;
+  throw TransportError(what + " failed: " + ucs_status_string(status));
+}
+
+std::shared_ptr<Context> Context::acquire(int* argc, char*** argv) {
+  static std::mutex mutex;
+  static std::weak_ptr<Context> live;
+  std::lock_guard lock(mutex);
+  if (auto context = live.lock()) return context;
+  auto mpi = MpiSession::acquire(argc, argv);
+  std::shared_ptr<Context> context(new Context(std::move(mpi), argc, argv));
+  live = context;
+  return context;
+}
+
+Context::Context(std::shared_ptr<MpiSession> mpi, int*, char***) : mpi_(std::move(mpi)) {
+  timeout_ = env::timeout();
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  log::set_rank(world_rank_);
+  bind(MPI_COMM_WORLD);
+  create_ucx();
+  try {
+    wire_endpoints(MPI_COMM_WORLD);
+  } catch (...) {
+    close_endpoints();
+    ucp_worker_destroy(worker_);
+    ucp_cleanup(ucp_context_);
+    throw;
+  }
+}
+
+void Context::bind(MPI_Comm world) {
+  // Blocking MPI is fine here: UCX does not exist yet, so no peer can need our progress.
+  MPI_Comm node = MPI_COMM_NULL;
+  check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node),
+            "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
+  int node_rank = 0;
+  MPI_Comm_rank(node, &node_rank);
+  MPI_Comm_free(&node);
+  const BindingResult result = bind_process(node_rank, env::bind_policy());
+  binding_ = result.description;
+  log::info("binding: ", binding_);
+}
+
+void Context::create_ucx() {
+  ucp_config_t* config = nullptr;
+  check_ucs(ucp_config_read(nullptr, nullptr, &config), "ucp_config_read");
+  ucp_params_t params{};
+  params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
+                      UCP_PARAM_FIELD_MT_WORKERS_SHARED;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+  params.estimated_num_eps = static_cast<size_t>(world_size_);
+  params.mt_workers_shared = 0;
+  const ucs_status_t status = ucp_init(&params, config, &ucp_context_);
+  ucp_config_release(config);
+  check_ucs(status, "ucp_init");
+
+  ucp_worker_params_t worker_params{};
+  worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
+  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  const ucs_status_t worker_status = ucp_worker_create(ucp_context_, &worker_params, &worker_);
+  if (worker_status != UCS_OK) {
+    ucp_cleanup(ucp_context_);
+    check_ucs(worker_status, "ucp_worker_create");
+  }
+}
+
+// Exchanges worker addresses over MPI (progressing UCX meanwhile), creates an endpoint to every
+// rank and flushes each one, which completes the lazy wire-up before anyone issues a put.
+void Context::wire_endpoints(MPI_Comm world) {
+  ucp_address_t* address = nullptr;
+  size_t address_length = 0;
+  check_ucs(ucp_worker_get_address(worker_, &address, &address_length), "ucp_worker_get_address");
+  std::vector<int> lengths(world_size_);
+  int my_length = static_cast<int>(address_length);
+  MPI_Request request;
+  check_mpi(MPI_Iallgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, world, &request),
+            "MPI_Iallgather(address lengths)");
+  mpi_wait(request, "exchange of UCX worker address lengths");
+  std::vector<int> displacements(world_size_, 0);
+  for (int r = 1; r < world_size_; ++r) displacements[r] = displacements[r - 1] + lengths[r - 1];
+  std::vector<char> all(static_cast<size_t>(displacements.back() + lengths.back()));
+  check_mpi(MPI_Iallgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(),
+                            displacements.data(), MPI_BYTE, world, &request),
+            "MPI_Iallgatherv(addresses)");
+  mpi_wait(request, "exchange of UCX worker addresses");
+  ucp_worker_release_address(worker_, address);
+
+  endpoints_.assign(world_size_, nullptr);
+  for (int r = 0; r < world_size_; ++r) {
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS;
+    params.address = reinterpret_cast<const ucp_address_t*>(all.data() + displacements[r]);
+    check_ucs(ucp_ep_create(worker_, &params, &endpoints_[r]),
+              "ucp_ep_create to rank " + std::to_string(r));
+  }
+  for (int r = 0; r < world_size_; ++r) {
+    ucp_request_param_t param{};
+    ucx_wait(ucp_ep_flush_nbx(endpoints_[r], &param),
+             "endpoint wire-up with rank " + std::to_string(r));
+  }
+  world_barrier("barrier after endpoint wire-up");
+  log::debug("wired ", world_size_, " UCX endpoints");
+}
+
+void Context::world_barrier(const std::string& what) {
+  MPI_Request request;
+  check_mpi(MPI_Ibarrier(MPI_COMM_WORLD, &request), "MPI_Ibarrier");
+  mpi_wait(request, what);
+}
+
+ucp_ep_h Context::endpoint(int world_rank) const {
+  if (world_rank < 0 || world_rank >= world_size_) {
+    throw InvalidArgument("rank " + std::to_string(world_rank) + " is not in MPI_COMM_WORLD (size " +
+                          std::to_string(world_size_) + ")");
+  }
+  return endpoints_[world_rank];
+}
+
+void Context::mpi_wait(MPI_Request& request, const std::string& what) {
+  int done = 0;
+  wait_until(
+      [&] {
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        return done != 0;
+      },
+      [&] { progress(); }, timeout_,
+      [&] {
+        return "rank " + std::to_string(world_rank_) + ": " + what + " did not complete within " +
+               format_seconds(timeout_) +
+               "; a peer has not reached the matching call (RANKFLOW_TIMEOUT_S sets the limit)";
+      });
+}
+
+void Context::ucx_wait(ucs_status_ptr_t request, const std::string& what) {
+  if (request == nullptr) return;
+  if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), what);
+  ucs_status_t status = UCS_INPROGRESS;
+  try {
+    wait_until([&] { return (status = ucp_request_check_status(request)) != UCS_INPROGRESS; },
+               [&] { progress(); }, timeout_,
+               [&] {
+                 return "rank " + std::to_string(world_rank_) + ": " + what +
+                        " did not complete within " + format_seconds(timeout_);
+               });
+  } catch (...) {
+    ucp_request_cancel(worker_, request);
+    ucp_request_free(request);
+    throw;
+  }
+  ucp_request_free(request);
+  check_ucs(status, what);
+}
+
+std::vector<int> Context::world_ranks_of(MPI_Comm comm) const {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Group group, world_group;
+  MPI_Comm_group(comm, &group);
+  MPI_Comm_group(MPI_COMM_WORLD, &world_group);
+  std::vector<int> local(size), world(size);
+  for (int i = 0; i < size; ++i) local[i] = i;
+  MPI_Group_translate_ranks(group, size, local.data(), world_group, world.data());
+  MPI_Group_free(&group);
+  MPI_Group_free(&world_group);
+  for (int i = 0; i < size; ++i) {
+    if (world[i] == MPI_UNDEFINED) {
+      throw InvalidArgument("communicator rank " + std::to_string(i) +
+                            " is not a member of MPI_COMM_WORLD; rankflow needs intra-communicators "
+                            "derived from MPI_COMM_WORLD");
+    }
+  }
+  return world;
+}
+
+void Context::close_endpoints() {
+  std::vector<ucs_status_ptr_t> closing;
+  for (ucp_ep_h& ep : endpoints_) {
+    if (ep == nullptr) continue;
+    ucp_request_param_t param{};  // flush mode: peers are alive and progressing in the barrier
+    closing.push_back(ucp_ep_close_nbx(ep, &param));
+    ep = nullptr;
+  }
+  for (ucs_status_ptr_t request : closing) {
+    try {
+      ucx_wait(request, "endpoint close");
+    } catch (const std::exception& e) {
+      log::warn(e.what());
+    }
+  }
+}
+
+Context::~Context() {
+  // Every rank must be done with every window before endpoints go; windows hold a reference to
+  // the Context, so by now they are closed. The barrier keeps a fast rank from tearing down
+  // endpoints a slow rank still flushes through.
+  try {
+    world_barrier("barrier before transport teardown");
+  } catch (const std::exception& e) {
+    log::warn(e.what(), "; tearing down anyway");
+  }
+  close_endpoints();
+  try {
+    world_barrier("barrier after closing endpoints");
+  } catch (const std::exception& e) {
+    log::warn(e.what());
+  }
+  ucp_worker_destroy(worker_);
+  ucp_cleanup(ucp_context_);
+}
+
+}  // namespace rankflow::transport

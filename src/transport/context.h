@@ -1,0 +1,72 @@
+// Context: the process-wide transport state. It owns the MPI session, the hwloc binding, the UCX
+// context and worker, and one wired endpoint per peer (indexed by MPI_COMM_WORLD rank).
+//
+// Threads: the thread that created the Context, or one thread at a time (UCS_THREAD_MODE_SERIALIZED).
+// After bootstrap, MPI calls go through mpi_wait(), which keeps progressing UCX while MPI works, so
+// a peer's put or atomic is never stuck behind this rank blocking inside MPI.
+#pragma once
+
+#include <mpi.h>
+#include <ucp/api/ucp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "transport/mpi_session.h"
+
+namespace rankflow::transport {
+
+class Context {
+ public:
+  // The live Context, or a new one: initialises MPI if the program has not, binds this process,
+  // creates UCX and wires endpoints to every rank of MPI_COMM_WORLD. Collective over
+  // MPI_COMM_WORLD the first time it is called.
+  static std::shared_ptr<Context> acquire(int* argc = nullptr, char*** argv = nullptr);
+  ~Context();
+
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  int world_rank() const { return world_rank_; }
+  int world_size() const { return world_size_; }
+  ucp_context_h ucp() const { return ucp_context_; }
+  ucp_worker_h worker() const { return worker_; }
+  ucp_ep_h endpoint(int world_rank) const;
+  const std::string& binding() const { return binding_; }
+  std::chrono::nanoseconds timeout() const { return timeout_; }
+
+  // One pass of UCX progress. Cheap when nothing is pending.
+  void progress() { ucp_worker_progress(worker_); }
+
+  // Completes an MPI request while progressing UCX; Timeout names `what` and this rank.
+  void mpi_wait(MPI_Request& request, const std::string& what);
+  // Completes a UCX request (null or error pointers allowed) while progressing; frees it.
+  void ucx_wait(ucs_status_ptr_t request, const std::string& what);
+
+  // MPI_COMM_WORLD ranks of the members of `comm`, in comm rank order. Local; no communication.
+  std::vector<int> world_ranks_of(MPI_Comm comm) const;
+
+ private:
+  Context(std::shared_ptr<MpiSession> mpi, int* argc, char*** argv);
+  void bind(MPI_Comm world);
+  void create_ucx();
+  void wire_endpoints(MPI_Comm world);
+  void close_endpoints();
+  void world_barrier(const std::string& what);
+
+  std::shared_ptr<MpiSession> mpi_;
+  int world_rank_ = -1;
+  int world_size_ = 0;
+  std::chrono::nanoseconds timeout_{};
+  std::string binding_;
+  ucp_context_h ucp_context_ = nullptr;
+  ucp_worker_h worker_ = nullptr;
+  std::vector<ucp_ep_h> endpoints_;  // by world rank, including this rank (UCX "self")
+};
+
+// Throws TransportError naming `what` when a UCX call fails.
+void check_ucs(ucs_status_t status, const std::string& what);
+
+}  // namespace rankflow::transport

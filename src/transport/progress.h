@@ -1,0 +1,64 @@
+// Waiting without starving other ranks: Backoff (spin, then yield, then sleep) and wait_until,
+// the single loop every blocking wait in rankflow goes through. Runs on whichever thread waits.
+//
+// Policy, from measurements on this 2-core machine (see docs/transport.md):
+//   - spin with a CPU pause for the first kSpinPolls polls (sub-microsecond hand-offs);
+//   - then sched_yield, so a rank sharing the core with the one it waits for lets it run;
+//   - after kYieldFor of continuous idling, sleep with exponential back-off up to kMaxSleep
+//     (ranks that wait for the host's next task should not burn a core).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "rankflow/error.h"
+
+namespace rankflow::transport {
+
+class Backoff {
+ public:
+  static constexpr uint32_t kSpinPolls = 128;
+  static constexpr std::chrono::microseconds kYieldFor{2000};
+  static constexpr std::chrono::microseconds kMinSleep{20};
+  static constexpr std::chrono::microseconds kMaxSleep{1000};
+
+  // Called once after each unsuccessful poll.
+  void pause();
+  void reset() { polls_ = 0; }
+  uint64_t polls() const { return polls_; }
+  bool sleeping() const { return sleeping_; }
+
+ private:
+  uint64_t polls_ = 0;
+  std::chrono::steady_clock::time_point idle_since_{};
+  std::chrono::microseconds sleep_{kMinSleep};
+  bool sleeping_ = false;
+};
+
+// Polls `done()` until it returns true. Between polls, calls `progress()` and backs off. When
+// `timeout` elapses, throws Timeout with the message `describe()` returns (built lazily, so the
+// fast path never formats strings).
+template <typename Done, typename Progress, typename Describe>
+void wait_until(Done&& done, Progress&& progress, std::chrono::nanoseconds timeout,
+                Describe&& describe) {
+  if (done()) return;
+  const auto start = std::chrono::steady_clock::now();
+  Backoff backoff;
+  for (;;) {
+    progress();
+    if (done()) return;
+    backoff.pause();
+    const bool check_clock = (backoff.polls() & 63) == 0 || backoff.sleeping();
+    if (check_clock && std::chrono::steady_clock::now() - start > timeout) {
+      progress();
+      if (done()) return;
+      throw Timeout(describe());
+    }
+  }
+}
+
+// "1.5 s", "120 s": how timeouts are written in diagnostics.
+std::string format_seconds(std::chrono::nanoseconds duration);
+
+}  // namespace rankflow::transport

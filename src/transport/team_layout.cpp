@@ -1,0 +1,46 @@
+// TeamLayout (see team_layout.h).
+#include "transport/team_layout.h"
+
+#include <set>
+
+#include "rankflow/error.h"
+
+namespace rankflow::transport {
+
+TeamLayout::TeamLayout(std::vector<BufferSpec> buffers, uint32_t signal_slots)
+    : signal_slots_(signal_slots) {
+  signals_offset_ = kBarrierRounds * kSlotStride;
+  size_t cursor = signals_offset_ + size_t{signal_slots} * kSlotStride;
+  std::set<std::string, std::less<>> seen;
+  for (BufferSpec& spec : buffers) {
+    if (spec.name.empty()) throw InvalidArgument("team buffer names must not be empty");
+    if (!seen.insert(spec.name).second) {
+      throw InvalidArgument("team buffer '" + spec.name + "' is declared twice");
+    }
+    const size_t align = spec.alignment;
+    if (align == 0 || (align & (align - 1)) != 0 || align > 4096) {
+      throw InvalidArgument("team buffer '" + spec.name + "': alignment " + std::to_string(align) +
+                            " is not a power of two up to 4096");
+    }
+    cursor = (cursor + align - 1) & ~(align - 1);
+    if (spec.bytes > (size_t{1} << 48)) {
+      throw InvalidArgument("team buffer '" + spec.name + "': " + std::to_string(spec.bytes) +
+                            " bytes is larger than any window rankflow can allocate");
+    }
+    placed_.push_back({std::move(spec.name), cursor, spec.bytes});
+    cursor += spec.bytes;
+  }
+  total_bytes_ = (cursor + kSlotStride - 1) & ~(kSlotStride - 1);
+}
+
+const TeamLayout::Placed& TeamLayout::find(std::string_view name) const {
+  for (const Placed& placed : placed_) {
+    if (placed.name == name) return placed;
+  }
+  std::string known;
+  for (const Placed& placed : placed_) known += (known.empty() ? "" : ", ") + placed.name;
+  throw InvalidArgument("team has no buffer named '" + std::string(name) + "'; buffers: " +
+                        (known.empty() ? std::string("(none)") : known));
+}
+
+}  // namespace rankflow::transport

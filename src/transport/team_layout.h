@@ -1,0 +1,43 @@
+// TeamLayout: where the control area (barrier and signal counters) and each named buffer sit in
+// a team's symmetric window. Pure arithmetic, computed identically on every member.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "rankflow/team.h"
+
+namespace rankflow::transport {
+
+class TeamLayout {
+ public:
+  static constexpr size_t kSlotStride = 64;        // one counter per cache line
+  static constexpr uint32_t kBarrierRounds = 32;   // ceil(log2(size)) rounds for any int size
+
+  // Throws InvalidArgument for empty or duplicate names or a bad alignment.
+  TeamLayout(std::vector<BufferSpec> buffers, uint32_t signal_slots);
+
+  size_t barrier_slot(uint32_t round) const { return round * kSlotStride; }
+  size_t signal_slot(uint32_t slot) const { return signals_offset_ + slot * kSlotStride; }
+  uint32_t signal_slots() const { return signal_slots_; }
+  size_t total_bytes() const { return total_bytes_; }
+
+  struct Placed {
+    std::string name;
+    size_t offset;
+    size_t bytes;
+  };
+  const Placed& find(std::string_view name) const;  // throws InvalidArgument listing the names
+  const std::vector<Placed>& buffers() const { return placed_; }
+
+ private:
+  size_t signals_offset_ = 0;
+  uint32_t signal_slots_ = 0;
+  size_t total_bytes_ = 0;
+  std::vector<Placed> placed_;
+};
+
+}  // namespace rankflow::transport

@@ -1,0 +1,37 @@
+// TeamState: what a Team handle shares: the window, the layout of its named buffers and
+// counters, the barrier epoch and the wait limit. create_team() builds one over an MPI
+// communicator. Threads: as Context.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <memory>
+#include <vector>
+
+#include "rankflow/team.h"
+#include "transport/team_layout.h"
+#include "transport/window.h"
+
+namespace rankflow::transport {
+
+class TeamState {
+ public:
+  TeamState(std::shared_ptr<Window> team_window, TeamLayout team_layout)
+      : window(std::move(team_window)),
+        layout(std::move(team_layout)),
+        timeout(window->context().timeout()) {}
+
+  static const std::shared_ptr<TeamState>& of(const Team& team) { return team.state_; }
+
+  std::shared_ptr<Window> window;
+  TeamLayout layout;
+  std::chrono::nanoseconds timeout;
+  uint64_t barrier_epoch = 0;
+};
+
+// Collective over `comm`: a team whose window holds the control area and `buffers`.
+Team create_team(std::shared_ptr<Context> context, MPI_Comm comm, std::vector<BufferSpec> buffers,
+                 std::string name, uint32_t signal_slots = Team::kDefaultSignalSlots);
+
+}  // namespace rankflow::transport

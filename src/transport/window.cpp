@@ -1,0 +1,315 @@
+// Window (see window.h): allocation, key exchange, bounds-checked UCX put/get/atomics, waits.
+// Runs on the thread that uses the Context.
+#include "transport/window.h"
+
+#include <atomic>
+#include <cstring>
+#include <utility>
+
+#include "common/log.h"
+#include "rankflow/error.h"
+#include "transport/progress.h"
+
+namespace rankflow::transport {
+namespace {
+
+// Per-member record exchanged at creation; the packed rkey follows it.
+struct KeyHeader {
+  uint64_t base;
+  uint64_t bytes;
+};
+
+constexpr size_t kMinAllocation = 64;
+
+}  // namespace
+
+std::shared_ptr<Window> Window::create(std::shared_ptr<Context> context, MPI_Comm comm,
+                                       size_t bytes, std::string name) {
+  if (comm == MPI_COMM_NULL) {
+    throw InvalidArgument("window '" + name + "': communicator is MPI_COMM_NULL");
+  }
+  std::shared_ptr<Window> window(new Window(std::move(context), comm, std::move(name)));
+  window->allocate(bytes);
+  window->exchange_keys();
+  return window;
+}
+
+Window::Window(std::shared_ptr<Context> context, MPI_Comm comm, std::string name)
+    : context_(std::move(context)), name_(std::move(name)) {
+  MPI_Request request;
+  check_mpi(MPI_Comm_idup(comm, &comm_, &request), "MPI_Comm_idup");
+  context_->mpi_wait(request, "communicator duplication for window '" + name_ + "'");
+  MPI_Comm_rank(comm_, &rank_);
+  const std::vector<int> world = context_->world_ranks_of(comm_);
+  peers_.resize(world.size());
+  for (size_t i = 0; i < world.size(); ++i) {
+    peers_[i].world_rank = world[i];
+    peers_[i].ep = context_->endpoint(world[i]);
+  }
+}
+
+void Window::allocate(size_t bytes) {
+  ucp_mem_map_params_t params{};
+  params.field_mask = UCP_MEM_MAP_PARAM_FIELD_ADDRESS | UCP_MEM_MAP_PARAM_FIELD_LENGTH |
+                      UCP_MEM_MAP_PARAM_FIELD_FLAGS;
+  params.address = nullptr;
+  params.length = std::max(bytes, kMinAllocation);
+  params.flags = UCP_MEM_MAP_ALLOCATE;
+  check_ucs(ucp_mem_map(context_->ucp(), &params, &memh_),
+            "ucp_mem_map of " + std::to_string(bytes) + " bytes for window '" + name_ + "'");
+  ucp_mem_attr_t attr{};
+  attr.field_mask = UCP_MEM_ATTR_FIELD_ADDRESS | UCP_MEM_ATTR_FIELD_LENGTH;
+  check_ucs(ucp_mem_query(memh_, &attr), "ucp_mem_query");
+  local_base_ = static_cast<std::byte*>(attr.address);
+  local_size_ = bytes;
+  std::memset(local_base_, 0, attr.length);  // zeroed before any peer can see the rkey
+}
+
+void Window::exchange_keys() {
+  void* packed = nullptr;
+  size_t packed_size = 0;
+  check_ucs(ucp_rkey_pack(context_->ucp(), memh_, &packed, &packed_size), "ucp_rkey_pack");
+  std::vector<std::byte> mine(sizeof(KeyHeader) + packed_size);
+  const KeyHeader header{reinterpret_cast<uint64_t>(local_base_), local_size_};
+  std::memcpy(mine.data(), &header, sizeof(header));
+  std::memcpy(mine.data() + sizeof(header), packed, packed_size);
+  ucp_rkey_buffer_release(packed);
+
+  const int members = size();
+  std::vector<int> lengths(members), displacements(members, 0);
+  int my_length = static_cast<int>(mine.size());
+  MPI_Request request;
+  check_mpi(MPI_Iallgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_, &request),
+            "MPI_Iallgather(rkey lengths)");
+  context_->mpi_wait(request, "rkey length exchange for window '" + name_ + "'");
+  for (int r = 1; r < members; ++r) displacements[r] = displacements[r - 1] + lengths[r - 1];
+  std::vector<std::byte> all(static_cast<size_t>(displacements.back() + lengths.back()));
+  check_mpi(MPI_Iallgatherv(mine.data(), my_length, MPI_BYTE, all.data(), lengths.data(),
+                            displacements.data(), MPI_BYTE, comm_, &request),
+            "MPI_Iallgatherv(rkeys)");
+  context_->mpi_wait(request, "rkey exchange for window '" + name_ + "'");
+
+  all_mapped_ = true;
+  for (int r = 0; r < members; ++r) {
+    Peer& peer = peers_[r];
+    const std::byte* record = all.data() + displacements[r];
+    KeyHeader remote;
+    std::memcpy(&remote, record, sizeof(remote));
+    peer.base = remote.base;
+    peer.bytes = remote.bytes;
+    check_ucs(ucp_ep_rkey_unpack(peer.ep, record + sizeof(KeyHeader), &peer.rkey),
+              "ucp_ep_rkey_unpack for window '" + name_ + "' member " + std::to_string(r));
+    void* mapped = nullptr;
+    if (r == rank_) {
+      peer.mapped = local_base_;
+    } else if (ucp_rkey_ptr(peer.rkey, peer.base, &mapped) == UCS_OK) {
+      peer.mapped = static_cast<std::byte*>(mapped);
+    }
+    all_mapped_ = all_mapped_ && peer.mapped != nullptr;
+  }
+  log::debug("window '", name_, "': ", members, " members, ", local_size_, " bytes, ",
+             all_mapped_ ? "all peers directly mapped" : "some peers reached through UCX only");
+}
+
+Window::~Window() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    log::warn("closing window '", name_, "': ", e.what());
+  }
+  release();
+}
+
+void Window::close() {
+  if (closed_) return;
+  closed_ = true;
+  flush();
+  MPI_Request request;
+  check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+  context_->mpi_wait(request, "close of window '" + name_ + "' (a member has not closed it)");
+}
+
+void Window::release() {
+  for (Peer& peer : peers_) {
+    if (peer.rkey != nullptr) ucp_rkey_destroy(peer.rkey);
+    peer.rkey = nullptr;
+    peer.mapped = nullptr;
+  }
+  if (memh_ != nullptr) ucp_mem_unmap(context_->ucp(), memh_);
+  memh_ = nullptr;
+  local_base_ = nullptr;
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+std::string Window::where(int peer) const {
+  return "rank " + std::to_string(context_->world_rank()) + " (member " + std::to_string(rank_) +
+         " of window '" + name_ + "'), peer " + std::to_string(peer);
+}
+
+void Window::check_peer(int peer, const char* operation) const {
+  if (closed_) throw InvalidState(std::string(operation) + " on closed window '" + name_ + "'");
+  if (peer < 0 || peer >= size()) {
+    throw InvalidArgument(std::string(operation) + ": " + where(peer) +
+                          " is not a member; valid peers are 0.." + std::to_string(size() - 1));
+  }
+}
+
+const Window::Peer& Window::peer_at(int peer, const char* operation) const {
+  check_peer(peer, operation);
+  return peers_[peer];
+}
+
+void Window::check_range(int peer, size_t offset, size_t bytes, const char* operation) const {
+  const size_t limit = peer_at(peer, operation).bytes;
+  if (offset > limit || bytes > limit - offset) {
+    throw OutOfBounds(std::string(operation) + ": " + where(peer) + ", offset " +
+                      std::to_string(offset) + " + length " + std::to_string(bytes) +
+                      " exceeds the peer's window size " + std::to_string(limit));
+  }
+}
+
+void* Window::remote_ptr(int peer, size_t offset) const {
+  check_range(peer, offset, 0, "remote_ptr");
+  std::byte* base = peers_[peer].mapped;
+  return base == nullptr ? nullptr : base + offset;
+}
+
+void Window::put(int peer, size_t offset, const void* src, size_t bytes) {
+  check_range(peer, offset, bytes, "put");
+  if (bytes == 0) return;
+  Peer& target = peers_[peer];
+  ucp_request_param_t param{};
+  ucs_status_ptr_t request =
+      ucp_put_nbx(target.ep, src, bytes, target.base + offset, target.rkey, &param);
+  if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "put: " + where(peer));
+  if (request != nullptr) ucp_request_free(request);  // completion is observed through flush()
+  target.dirty = true;
+}
+
+void Window::get(int peer, size_t offset, void* dst, size_t bytes) {
+  check_range(peer, offset, bytes, "get");
+  if (bytes == 0) return;
+  Peer& target = peers_[peer];
+  ucp_request_param_t param{};
+  ucs_status_ptr_t request =
+      ucp_get_nbx(target.ep, dst, bytes, target.base + offset, target.rkey, &param);
+  if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "get: " + where(peer));
+  if (request != nullptr) ucp_request_free(request);
+  target.dirty = true;
+}
+
+void Window::flush() {
+  if (closed_) return;
+  bool any = false;
+  for (Peer& peer : peers_) any = std::exchange(peer.dirty, false) || any;
+  if (any) {
+    ucp_request_param_t param{};
+    context_->ucx_wait(ucp_worker_flush_nbx(context_->worker(), &param),
+                       "flush of window '" + name_ + "'");
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void Window::flush(int peer) {
+  check_peer(peer, "flush");
+  Peer& target = peers_[peer];
+  if (std::exchange(target.dirty, false)) {
+    ucp_request_param_t param{};
+    context_->ucx_wait(ucp_ep_flush_nbx(target.ep, &param), "flush: " + where(peer));
+  }
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+void Window::fence() {
+  if (closed_) throw InvalidState("fence on closed window '" + name_ + "'");
+  check_ucs(ucp_worker_fence(context_->worker()), "ucp_worker_fence");
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+template <typename Word>
+void Window::check_atomic(int peer, size_t offset, const char* operation) const {
+  static_assert(sizeof(Word) == 4 || sizeof(Word) == 8, "atomics are 32- or 64-bit");
+  check_range(peer, offset, sizeof(Word), operation);
+  if (offset % sizeof(Word) != 0) {
+    throw InvalidArgument(std::string(operation) + ": " + where(peer) + ", offset " +
+                          std::to_string(offset) + " is not aligned to the " +
+                          std::to_string(sizeof(Word) * 8) + "-bit word size");
+  }
+}
+
+template <typename Word>
+void Window::atomic_add(int peer, size_t offset, Word value) {
+  check_atomic<Word>(peer, offset, "atomic_add");
+  Peer& target = peers_[peer];
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
+  param.datatype = ucp_dt_make_contig(sizeof(Word));
+  // `value` lives on this stack frame, so a request that did not complete at once is awaited.
+  context_->ucx_wait(ucp_atomic_op_nbx(target.ep, UCP_ATOMIC_OP_ADD, &value, 1,
+                                       target.base + offset, target.rkey, &param),
+                     "atomic_add: " + where(peer));
+  target.dirty = true;
+}
+
+template <typename Word>
+Word Window::fetching_atomic(ucp_atomic_op_t op, int peer, size_t offset, Word operand, Word reply,
+                             const char* operation) {
+  check_atomic<Word>(peer, offset, operation);
+  Peer& target = peers_[peer];
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
+  param.datatype = ucp_dt_make_contig(sizeof(Word));
+  param.reply_buffer = &reply;
+  context_->ucx_wait(ucp_atomic_op_nbx(target.ep, op, &operand, 1, target.base + offset,
+                                       target.rkey, &param),
+                     std::string(operation) + ": " + where(peer));
+  return reply;
+}
+
+template <typename Word>
+Word Window::fetch_add(int peer, size_t offset, Word value) {
+  return fetching_atomic<Word>(UCP_ATOMIC_OP_ADD, peer, offset, value, 0, "fetch_add");
+}
+
+template <typename Word>
+Word Window::compare_swap(int peer, size_t offset, Word expected, Word desired) {
+  // UCX: buffer holds the value compared, reply_buffer the value swapped in (then the old value).
+  return fetching_atomic<Word>(UCP_ATOMIC_OP_CSWAP, peer, offset, expected, desired,
+                               "compare_swap");
+}
+
+template void Window::atomic_add<uint32_t>(int, size_t, uint32_t);
+template void Window::atomic_add<uint64_t>(int, size_t, uint64_t);
+template uint32_t Window::fetch_add<uint32_t>(int, size_t, uint32_t);
+template uint64_t Window::fetch_add<uint64_t>(int, size_t, uint64_t);
+template uint32_t Window::compare_swap<uint32_t>(int, size_t, uint32_t, uint32_t);
+template uint64_t Window::compare_swap<uint64_t>(int, size_t, uint64_t, uint64_t);
+
+uint64_t Window::wait(size_t offset, Compare cmp, uint64_t value, const char* operation, int peer,
+                      std::chrono::nanoseconds timeout) const {
+  check_atomic<uint64_t>(rank_, offset, operation);
+  std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(local_base_ + offset));
+  uint64_t seen = 0;
+  auto satisfied = [&] {
+    seen = word.load(std::memory_order_acquire);
+    return cmp == Compare::kEqual ? seen == value : seen >= value;
+  };
+  // Fully mapped windows need UCX progress only now and then (peers store directly); otherwise
+  // every poll progresses, since a peer's put over TCP lands only when this rank progresses.
+  uint32_t polls = 0;
+  const uint32_t progress_mask = all_mapped_ ? 15 : 0;
+  wait_until(
+      satisfied, [&] { if ((++polls & progress_mask) == 0) context_->progress(); }, timeout,
+      [&] {
+        return std::string(operation) + ": rank " + std::to_string(context_->world_rank()) +
+               " (member " + std::to_string(rank_) + " of window '" + name_ + "') waited " +
+               format_seconds(timeout) + " for " +
+               (peer < 0 ? std::string("its peers") : "peer " + std::to_string(peer)) +
+               ": word at offset " + std::to_string(offset) + " expected " +
+               (cmp == Compare::kEqual ? "== " : ">= ") + std::to_string(value) +
+               ", observed " + std::to_string(seen);
+      });
+  return seen;
+}
+
+}  // namespace rankflow::transport

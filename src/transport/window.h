@@ -1,0 +1,118 @@
+// Window: symmetric, UCX-registered memory shared by the members of one MPI communicator (any
+// subset of ranks). Each member allocates its part with UCP_MEM_MAP_ALLOCATE, zeroes it, and only
+// then exchanges its rkey, so no peer can ever see stale contents.
+//
+// Owns: the local allocation, the members' rkeys and, where UCX can map a peer's memory into this
+// process (same host), a direct pointer to it. Every remote access is bounds-checked against the
+// target's window size before anything is sent. Threads: as Context (one thread at a time).
+#pragma once
+
+#include <mpi.h>
+#include <ucp/api/ucp.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rankflow/team.h"
+#include "transport/context.h"
+
+namespace rankflow::transport {
+
+class Window {
+ public:
+  // Collective over `comm`. `bytes` is this member's window size (members may differ; 0 allowed).
+  // `name` appears in diagnostics.
+  static std::shared_ptr<Window> create(std::shared_ptr<Context> context, MPI_Comm comm,
+                                        size_t bytes, std::string name);
+  ~Window();
+  Window(const Window&) = delete;
+  Window& operator=(const Window&) = delete;
+
+  // Collective: completes outstanding operations, waits for every member, then releases memory.
+  // The destructor calls it if the program did not.
+  void close();
+
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(peers_.size()); }
+  const std::string& name() const { return name_; }
+  Context& context() const { return *context_; }
+  MPI_Comm comm() const { return comm_; }
+  int world_rank_of(int peer) const { return peer_at(peer, "world_rank_of").world_rank; }
+
+  std::byte* local_base() const { return local_base_; }
+  size_t local_size() const { return local_size_; }
+  size_t peer_size(int peer) const { return peer_at(peer, "peer_size").bytes; }
+
+  // Direct load/store pointer to `peer`'s window at `offset` (offset <= size), or null when the
+  // peer's memory cannot be mapped into this process (another host, or UCX_TLS=tcp,self).
+  void* remote_ptr(int peer, size_t offset) const;
+  // True when every member's window is directly mapped.
+  bool all_mapped() const { return all_mapped_; }
+
+  // Non-blocking one-sided transfers through UCX. `src`/`dst` must stay valid until flush().
+  void put(int peer, size_t offset, const void* src, size_t bytes);
+  void get(int peer, size_t offset, void* dst, size_t bytes);
+  // Remote completion of every earlier put/get/atomic (to all peers, or to one).
+  void flush();
+  void flush(int peer);
+  // Earlier puts and atomics are performed before later ones (to every peer).
+  void fence();
+
+  // Atomics on naturally aligned 32- or 64-bit words in a peer's window, through UCX.
+  template <typename Word>
+  void atomic_add(int peer, size_t offset, Word value);
+  template <typename Word>
+  Word fetch_add(int peer, size_t offset, Word value);
+  // Returns the previous value; the swap happened iff it equals `expected`.
+  template <typename Word>
+  Word compare_swap(int peer, size_t offset, Word expected, Word desired);
+
+  // Waits until the local 64-bit word at `offset` satisfies `cmp value`; returns what it read.
+  // On timeout, throws Timeout naming this rank, `operation`, `peer` (-1: any) and both values.
+  uint64_t wait(size_t offset, Compare cmp, uint64_t value, const char* operation, int peer,
+                std::chrono::nanoseconds timeout) const;
+
+  // Throws OutOfBounds (naming window, peer, offset, length, size) unless the range fits.
+  void check_range(int peer, size_t offset, size_t bytes, const char* operation) const;
+  // Throws InvalidArgument unless `peer` is a member.
+  void check_peer(int peer, const char* operation) const;
+
+ private:
+  struct Peer {
+    int world_rank = -1;
+    ucp_ep_h ep = nullptr;
+    uint64_t base = 0;        // remote virtual address of the window
+    size_t bytes = 0;         // remote window size
+    ucp_rkey_h rkey = nullptr;
+    std::byte* mapped = nullptr;  // direct pointer, or null
+    bool dirty = false;           // UCX operations issued since the last flush
+  };
+
+  Window(std::shared_ptr<Context> context, MPI_Comm comm, std::string name);
+  void allocate(size_t bytes);
+  void exchange_keys();
+  void release();
+  const Peer& peer_at(int peer, const char* operation) const;
+  template <typename Word>
+  void check_atomic(int peer, size_t offset, const char* operation) const;
+  template <typename Word>
+  Word fetching_atomic(ucp_atomic_op_t op, int peer, size_t offset, Word operand, Word reply,
+                       const char* operation);
+  std::string where(int peer) const;
+
+  std::shared_ptr<Context> context_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  std::string name_;
+  int rank_ = -1;
+  ucp_mem_h memh_ = nullptr;
+  std::byte* local_base_ = nullptr;
+  size_t local_size_ = 0;
+  std::vector<Peer> peers_;
+  bool all_mapped_ = false;
+  bool closed_ = false;
+};
+
+}  // namespace rankflow::transport

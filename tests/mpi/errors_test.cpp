@@ -1,0 +1,121 @@
+// Bad accesses: out-of-bounds puts, gets and atomics throw OutOfBounds naming peer, offset,
+// length and window size, and leave the target untouched; bad peers and misaligned atomics are
+// InvalidArgument; a wait that never completes ends in a Timeout that says what it waited for.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+#include "mpi_test_main.h"
+#include "rankflow/error.h"
+
+namespace rankflow::test {
+namespace {
+
+using ::testing::HasSubstr;
+
+template <typename Fn>
+std::string message_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error thrown)";
+}
+
+TEST(ErrorsTest, OutOfBoundsAccessThrowsAndWritesNothing) {
+  constexpr size_t kBytes = 1000;
+  auto window = transport::Window::create(shared_context(), MPI_COMM_WORLD, kBytes, "bounds");
+  const int me = window->rank(), n = window->size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  std::memset(window->local_base(), 0x5A, kBytes);
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  context().mpi_wait(request, "test barrier");
+
+  uint8_t src[64] = {};
+  EXPECT_THROW(window->put(right, kBytes - 3, src, 8), OutOfBounds);
+  EXPECT_THROW(window->put(right, kBytes + 1, src, 0), OutOfBounds);
+  EXPECT_THROW(window->put(right, SIZE_MAX - 2, src, 8), OutOfBounds);  // no wrap-around
+  EXPECT_THROW(window->get(right, 999, src, 2), OutOfBounds);
+  EXPECT_THROW(window->atomic_add<uint64_t>(right, kBytes, 1), OutOfBounds);
+  EXPECT_THROW(window->fetch_add<uint32_t>(right, 1000, 1), OutOfBounds);
+  EXPECT_THROW(window->compare_swap<uint64_t>(right, 1000 - 4, 0, 1), OutOfBounds);
+  EXPECT_THROW(window->remote_ptr(right, kBytes + 1), OutOfBounds);
+  EXPECT_NO_THROW(window->put(right, kBytes, src, 0));  // empty range at the end is fine
+
+  const std::string what = message_of([&] { window->put(right, 990, src, 64); });
+  EXPECT_THAT(what, HasSubstr("peer " + std::to_string(right)));
+  EXPECT_THAT(what, HasSubstr("offset 990"));
+  EXPECT_THAT(what, HasSubstr("length 64"));
+  EXPECT_THAT(what, HasSubstr("window size 1000"));
+  EXPECT_THAT(what, HasSubstr("window 'bounds'"));
+
+  Team team = transport::create_team(shared_context(), MPI_COMM_WORLD, {{"b", 100}}, "team-bounds");
+  const size_t end = team.window_bytes();
+  EXPECT_THROW(team.put(right, end - 1, src, 2), OutOfBounds);
+  EXPECT_THROW(team.get(right, end, src, 1), OutOfBounds);
+  EXPECT_THROW(team.atomic_add(right, end - 4, 1), OutOfBounds);
+  team.barrier();
+
+  window->flush();
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  context().mpi_wait(request, "test barrier");
+  const auto* mine = reinterpret_cast<const uint8_t*>(window->local_base());
+  for (size_t i = 0; i < kBytes; ++i) {
+    ASSERT_EQ(mine[i], 0x5A) << "byte " << i << " changed by a rejected access from rank " << left;
+  }
+  team.close();
+  window->close();
+}
+
+TEST(ErrorsTest, BadPeerAndMisalignedAtomicAreInvalidArguments) {
+  Team team = transport::create_team(shared_context(), MPI_COMM_WORLD, {{"b", 256}}, "args");
+  const size_t b = team.offset("b");
+  uint8_t byte = 0;
+  EXPECT_THROW(team.put(team.size(), b, &byte, 1), InvalidArgument);
+  EXPECT_THROW(team.put(-1, b, &byte, 1), InvalidArgument);
+  EXPECT_THROW(team.remote_ptr(team.size(), 0), InvalidArgument);
+  EXPECT_THROW(team.atomic_add(0, b + 4, 1), InvalidArgument);
+  EXPECT_THROW(team.fetch_add32(0, b + 2, 1), InvalidArgument);
+  EXPECT_THROW(team.signal(0, team.signal_slots()), InvalidArgument);
+  EXPECT_THROW(team.offset("missing"), InvalidArgument);
+  EXPECT_THAT(message_of([&] { team.put(team.size() + 3, b, &byte, 1); }),
+              HasSubstr("valid peers are 0.." + std::to_string(team.size() - 1)));
+  team.barrier();
+  team.close();
+}
+
+TEST(ErrorsTest, WaitTimeoutNamesRankOperationPeerAndValues) {
+  Team team = transport::create_team(shared_context(), MPI_COMM_WORLD, {}, "timeouts");
+  team.set_timeout(std::chrono::milliseconds(200));
+  const int left = (team.rank() + team.size() - 1) % team.size();
+  const auto start = std::chrono::steady_clock::now();
+  const std::string what = message_of([&] { team.wait_signal(5, 1, left); });
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_THAT(what, HasSubstr("timeout"));
+  EXPECT_THAT(what, HasSubstr("wait_signal"));
+  EXPECT_THAT(what, HasSubstr("rank " + std::to_string(context().world_rank())));
+  EXPECT_THAT(what, HasSubstr("peer " + std::to_string(left)));
+  EXPECT_THAT(what, HasSubstr("expected >= 1"));
+  EXPECT_THAT(what, HasSubstr("observed 0"));
+  EXPECT_GE(waited, std::chrono::milliseconds(200));
+  EXPECT_THROW(team.wait(team.offset("missing"), Compare::kEqual, 1), InvalidArgument);
+  team.set_timeout(context().timeout());
+  team.barrier();
+  team.close();
+}
+
+TEST(ErrorsTest, UseAfterCloseIsInvalidState) {
+  auto window = transport::Window::create(shared_context(), MPI_COMM_WORLD, 64, "closed");
+  window->close();
+  uint64_t value = 0;
+  EXPECT_THROW(window->put(0, 0, &value, 8), InvalidState);
+  EXPECT_THROW(window->fence(), InvalidState);
+}
+
+}  // namespace
+}  // namespace rankflow::test

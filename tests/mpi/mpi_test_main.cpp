@@ -1,0 +1,76 @@
+// main() for MPI tests: starts the transport once, runs every test on every rank, and exits
+// non-zero if any rank failed.
+#include "mpi_test_main.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+
+namespace rankflow::test {
+namespace {
+std::shared_ptr<transport::Context> g_context;
+
+// On ranks other than 0: print only failures, each tagged with the rank.
+class FailurePrinter : public ::testing::EmptyTestEventListener {
+ public:
+  explicit FailurePrinter(int rank) : rank_(rank) {}
+  void OnTestStart(const ::testing::TestInfo& test) override {
+    test_ = std::string(test.test_suite_name()) + "." + test.name();
+  }
+  void OnTestPartResult(const ::testing::TestPartResult& result) override {
+    if (!result.failed()) return;
+    std::fprintf(stderr, "[rank %d] %s failed at %s:%d\n%s\n", rank_, test_.c_str(),
+                 result.file_name() ? result.file_name() : "?", result.line_number(),
+                 result.message());
+  }
+
+ private:
+  int rank_;
+  std::string test_;
+};
+}  // namespace
+
+transport::Context& context() { return *g_context; }
+std::shared_ptr<transport::Context> shared_context() { return g_context; }
+
+bool expect_direct_mapping() {
+  const char* tls = std::getenv("UCX_TLS");
+  return tls == nullptr || std::strstr(tls, "tcp") == nullptr;
+}
+
+void fill_pattern(void* data, size_t bytes, uint64_t seed) {
+  auto* out = static_cast<uint8_t*>(data);
+  for (size_t i = 0; i < bytes; ++i) out[i] = pattern_byte(seed, i);
+}
+
+long long first_mismatch(const void* data, size_t bytes, uint64_t seed) {
+  const auto* in = static_cast<const uint8_t*>(data);
+  for (size_t i = 0; i < bytes; ++i) {
+    if (in[i] != pattern_byte(seed, i)) return static_cast<long long>(i);
+  }
+  return -1;
+}
+
+}  // namespace rankflow::test
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  auto context = rankflow::transport::Context::acquire(&argc, &argv);
+  rankflow::test::g_context = context;
+  if (context->world_rank() != 0) {
+    // Other ranks report failures only, so the log reads like one test run.
+    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+    delete listeners.Release(listeners.default_result_printer());
+    listeners.Append(new rankflow::test::FailurePrinter(context->world_rank()));
+  }
+  int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
+  int any_failed = 0;
+  MPI_Request request;
+  MPI_Iallreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request);
+  context->mpi_wait(request, "final result reduction");
+  if (failed) std::fprintf(stderr, "rank %d: tests FAILED\n", context->world_rank());
+  rankflow::test::g_context.reset();
+  context.reset();
+  return any_failed;
+}

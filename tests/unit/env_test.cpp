@@ -1,0 +1,52 @@
+// Environment parameters: valid values parse, invalid ones are Errors naming the variable.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "common/env.h"
+#include "rankflow/error.h"
+
+namespace rankflow::env {
+namespace {
+
+TEST(EnvTest, TimeoutParsesSecondsIncludingFractions) {
+  EXPECT_EQ(parse_timeout("T", "120"), std::chrono::seconds(120));
+  EXPECT_EQ(parse_timeout("T", "0.25"), std::chrono::milliseconds(250));
+}
+
+TEST(EnvTest, BadTimeoutsAreInvalidArguments) {
+  for (const char* bad : {"", "abc", "0", "-1", "10s", "nan", "inf"}) {
+    EXPECT_THROW(parse_timeout("RANKFLOW_TIMEOUT_S", bad), InvalidArgument) << bad;
+  }
+  try {
+    parse_timeout("RANKFLOW_TIMEOUT_S", "ten");
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("RANKFLOW_TIMEOUT_S='ten'"));
+  }
+}
+
+TEST(EnvTest, TimeoutComesFromTheEnvironmentWithADefault) {
+  unsetenv("RANKFLOW_TIMEOUT_S");
+  EXPECT_EQ(timeout(), std::chrono::seconds(120));
+  setenv("RANKFLOW_TIMEOUT_S", "3", 1);
+  EXPECT_EQ(timeout(), std::chrono::seconds(3));
+  unsetenv("RANKFLOW_TIMEOUT_S");
+}
+
+TEST(EnvTest, LogLevelsAndBindPolicies) {
+  EXPECT_EQ(parse_log_level("L", "debug"), LogLevel::kDebug);
+  EXPECT_EQ(parse_log_level("L", "info"), LogLevel::kInfo);
+  EXPECT_THROW(parse_log_level("L", "verbose"), InvalidArgument);
+  EXPECT_EQ(parse_bind_policy("B", "core"), BindPolicy::kCore);
+  EXPECT_EQ(parse_bind_policy("B", "none"), BindPolicy::kNone);
+  try {
+    parse_bind_policy("RANKFLOW_BIND", "socket");
+    FAIL() << "socket is not a policy";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("valid policies are core, none"));
+  }
+}
+
+}  // namespace
+}  // namespace rankflow::env
