@@ -2,6 +2,8 @@
 // Runs on the main thread at start-up and teardown.
 #include "transport/context.h"
 
+#include <poll.h>
+
 #include <mutex>
 
 #include "common/env.h"
@@ -64,7 +66,7 @@ void Context::create_ucx() {
   ucp_params_t params{};
   params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_ESTIMATED_NUM_EPS |
                       UCP_PARAM_FIELD_MT_WORKERS_SHARED;
-  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64;
+  params.features = UCP_FEATURE_RMA | UCP_FEATURE_AMO32 | UCP_FEATURE_AMO64 | UCP_FEATURE_WAKEUP;
   params.estimated_num_eps = static_cast<size_t>(world_size_);
   params.mt_workers_shared = 0;
   const ucs_status_t status = ucp_init(&params, config, &ucp_context_);
@@ -79,6 +81,18 @@ void Context::create_ucx() {
     ucp_cleanup(ucp_context_);
     check_ucs(worker_status, "ucp_worker_create");
   }
+  if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
+}
+
+void Context::idle(std::chrono::microseconds duration) {
+  if (event_fd_ < 0) return Backoff::sleep_for(duration);
+  const ucs_status_t armed = ucp_worker_arm(worker_);
+  if (armed == UCS_ERR_BUSY) return;  // events are pending: progress right away
+  if (armed != UCS_OK) return Backoff::sleep_for(duration);
+  pollfd descriptor{event_fd_, POLLIN, 0};
+  const auto micros = duration.count();
+  const timespec limit{static_cast<time_t>(micros / 1000000), static_cast<long>(micros % 1000000) * 1000};
+  ppoll(&descriptor, 1, &limit, nullptr);
 }
 
 // Exchanges worker addresses over MPI (progressing UCX meanwhile), creates an endpoint to every
@@ -145,7 +159,8 @@ void Context::mpi_wait(MPI_Request& request, const std::string& what) {
         return "rank " + std::to_string(world_rank_) + ": " + what + " did not complete within " +
                format_seconds(timeout_) +
                "; a peer has not reached the matching call (RANKFLOW_TIMEOUT_S sets the limit)";
-      });
+      },
+      [&](std::chrono::microseconds d) { idle(d); });
 }
 
 void Context::ucx_wait(ucs_status_ptr_t request, const std::string& what) {
@@ -158,7 +173,8 @@ void Context::ucx_wait(ucs_status_ptr_t request, const std::string& what) {
                [&] {
                  return "rank " + std::to_string(world_rank_) + ": " + what +
                         " did not complete within " + format_seconds(timeout_);
-               });
+               },
+               [&](std::chrono::microseconds d) { idle(d); });
   } catch (...) {
     ucp_request_cancel(worker_, request);
     ucp_request_free(request);

@@ -39,6 +39,9 @@ class Context {
 
   // One pass of UCX progress. Cheap when nothing is pending.
   void progress() { ucp_worker_progress(worker_); }
+  // Sleeps up to `duration`, waking early when UCX has work (a peer's data over TCP), so a rank
+  // that idles in a long wait still serves peers that need its progress.
+  void idle(std::chrono::microseconds duration);
 
   // Completes an MPI request while progressing UCX; Timeout names `what` and this rank.
   void mpi_wait(MPI_Request& request, const std::string& what);
@@ -63,6 +66,7 @@ class Context {
   std::string binding_;
   ucp_context_h ucp_context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
+  int event_fd_ = -1;  // the worker's wake-up descriptor, or -1 (plain sleeps)
   std::vector<ucp_ep_h> endpoints_;  // by world rank, including this rank (UCX "self")
 };
 

@@ -8,6 +8,7 @@
 //     (ranks that wait for the host's next task should not burn a core).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -23,32 +24,62 @@ class Backoff {
   static constexpr std::chrono::microseconds kMinSleep{20};
   static constexpr std::chrono::microseconds kMaxSleep{1000};
 
-  // Called once after each unsuccessful poll.
-  void pause();
-  void reset() { polls_ = 0; }
+  // Called once after each unsuccessful poll. `idle(duration)` is how this waiter sleeps once
+  // it has idled for kYieldFor; it may return early (Context wakes on transport events).
+  template <typename Idle>
+  void pause(Idle&& idle) {
+    ++polls_;
+    if (polls_ < kSpinPolls) {
+      cpu_relax();
+      return;
+    }
+    if (polls_ == kSpinPolls) start_yielding();
+    if (!sleeping_ && !idle_long_enough()) {
+      yield();
+      return;
+    }
+    sleeping_ = true;
+    idle(sleep_);
+    sleep_ = std::min(sleep_ * 2, kMaxSleep);
+  }
+  void pause() { pause(sleep_for); }
+
   uint64_t polls() const { return polls_; }
   bool sleeping() const { return sleeping_; }
 
+  static void sleep_for(std::chrono::microseconds duration);
+
  private:
+  static void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    asm volatile("yield" ::: "memory");
+#endif
+  }
+  static void yield();
+  void start_yielding();
+  bool idle_long_enough() const;
+
   uint64_t polls_ = 0;
   std::chrono::steady_clock::time_point idle_since_{};
   std::chrono::microseconds sleep_{kMinSleep};
   bool sleeping_ = false;
 };
 
-// Polls `done()` until it returns true. Between polls, calls `progress()` and backs off. When
-// `timeout` elapses, throws Timeout with the message `describe()` returns (built lazily, so the
-// fast path never formats strings).
-template <typename Done, typename Progress, typename Describe>
+// Polls `done()` until it returns true. Between polls, calls `progress()` and backs off, using
+// `idle` to sleep after a long wait. When `timeout` elapses, throws Timeout with the message
+// `describe()` returns (built lazily, so the fast path never formats strings).
+template <typename Done, typename Progress, typename Describe, typename Idle>
 void wait_until(Done&& done, Progress&& progress, std::chrono::nanoseconds timeout,
-                Describe&& describe) {
+                Describe&& describe, Idle&& idle) {
   if (done()) return;
   const auto start = std::chrono::steady_clock::now();
   Backoff backoff;
   for (;;) {
     progress();
     if (done()) return;
-    backoff.pause();
+    backoff.pause(idle);
     const bool check_clock = (backoff.polls() & 63) == 0 || backoff.sleeping();
     if (check_clock && std::chrono::steady_clock::now() - start > timeout) {
       progress();
@@ -56,6 +87,12 @@ void wait_until(Done&& done, Progress&& progress, std::chrono::nanoseconds timeo
       throw Timeout(describe());
     }
   }
+}
+
+template <typename Done, typename Progress, typename Describe>
+void wait_until(Done&& done, Progress&& progress, std::chrono::nanoseconds timeout,
+                Describe&& describe) {
+  wait_until(done, progress, timeout, describe, Backoff::sleep_for);
 }
 
 // "1.5 s", "120 s": how timeouts are written in diagnostics.

@@ -308,7 +308,8 @@ uint64_t Window::wait(size_t offset, Compare cmp, uint64_t value, const char* op
                ": word at offset " + std::to_string(offset) + " expected " +
                (cmp == Compare::kEqual ? "== " : ">= ") + std::to_string(value) +
                ", observed " + std::to_string(seen);
-      });
+      },
+      [&](std::chrono::microseconds d) { context_->idle(d); });
   return seen;
 }
 

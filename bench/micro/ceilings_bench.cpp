@@ -1,0 +1,78 @@
+// Hardware ceilings on one machine, the figures rankflow's transfers are judged against:
+//   - memcpy on one core, by size (the best a one-sided copy between two ranks can do);
+//   - y += x over float32, by size (the reduction kernel rate collectives need);
+//   - a cache-line ping-pong between two threads on two cores (the floor of any flag hand-off).
+#include <benchmark/benchmark.h>
+#include <pthread.h>
+#include <sched.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+void pin_to_cpu(int cpu) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(cpu % static_cast<int>(std::thread::hardware_concurrency()), &set);
+  pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+void BM_Memcpy(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  std::vector<char> src(bytes, 1), dst(bytes, 0);
+  for (auto _ : state) {
+    std::memcpy(dst.data(), src.data(), bytes);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+BENCHMARK(BM_Memcpy)->RangeMultiplier(4)->Range(4096, 64 << 20);
+
+void BM_ReduceSumF32(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const size_t count = bytes / sizeof(float);
+  std::vector<float> x(count, 1.0f), y(count, 0.0f);
+  for (auto _ : state) {
+    float* __restrict out = y.data();
+    const float* __restrict in = x.data();
+    for (size_t i = 0; i < count; ++i) out[i] += in[i];
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+BENCHMARK(BM_ReduceSumF32)->RangeMultiplier(4)->Range(4096, 64 << 20);
+
+// One round trip = two one-way cache-line transfers between cores 0 and 1.
+void BM_CacheLinePingPong(benchmark::State& state) {
+  alignas(128) static std::atomic<uint64_t> line{0};
+  line.store(0);
+  std::atomic<bool> stop{false};
+  std::thread partner([&] {
+    pin_to_cpu(1);
+    uint64_t expect = 1;
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (line.load(std::memory_order_acquire) == expect) {
+        line.store(expect + 1, std::memory_order_release);
+        expect += 2;
+      }
+    }
+  });
+  pin_to_cpu(0);
+  uint64_t next = 1;
+  for (auto _ : state) {
+    line.store(next, std::memory_order_release);
+    while (line.load(std::memory_order_acquire) != next + 1) {
+    }
+    next += 2;
+  }
+  stop.store(true);
+  partner.join();
+  state.SetLabel("time is one round trip; one-way is half");
+}
+BENCHMARK(BM_CacheLinePingPong)->UseRealTime();
+
+}  // namespace

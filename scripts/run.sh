@@ -1,0 +1,5 @@
+#!/usr/bin/env bash
+# Sets everything up and runs rankflow's main job: the transport demo across 3 ranks.
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+mpirun -n 3 "$RANKFLOW_BUILD/examples/transport_demo/transport_demo" "$@"
