@@ -39,29 +39,30 @@ void BM_ReduceSumF32(benchmark::State& state) {
   for (auto _ : state) {
     float* __restrict out = y.data();
     const float* __restrict in = x.data();
-    for (size_t i = 0; i < count; ++i) out[i] += in[i];
+    for (size_t i = 0; i < count; ++i)
+      out[i] += in[i];
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 BENCHMARK(BM_ReduceSumF32)->RangeMultiplier(4)->Range(4096, 64 << 20);
 
-// One round trip = two one-way cache-line transfers between cores 0 and 1.
+// One iteration = one round trip = two one-way cache-line transfers between cores 0 and 1.
 void BM_CacheLinePingPong(benchmark::State& state) {
   alignas(128) static std::atomic<uint64_t> line{0};
+  alignas(128) static std::atomic<bool> stop{false};
   line.store(0);
-  std::atomic<bool> stop{false};
-  std::thread partner([&] {
+  stop.store(false);
+  pin_to_cpu(0);
+  std::thread partner([] {
     pin_to_cpu(1);
-    uint64_t expect = 1;
-    while (!stop.load(std::memory_order_relaxed)) {
+    for (uint64_t expect = 1; !stop.load(std::memory_order_relaxed);) {
       if (line.load(std::memory_order_acquire) == expect) {
         line.store(expect + 1, std::memory_order_release);
         expect += 2;
       }
     }
   });
-  pin_to_cpu(0);
   uint64_t next = 1;
   for (auto _ : state) {
     line.store(next, std::memory_order_release);

@@ -55,9 +55,19 @@ double ping_pong(Team& team, bool ucx_path, int iterations, uint64_t& sequence) 
   const size_t ping_slot = rankflow::transport::TeamState::of(team)->layout.signal_slot(kPing);
   uint64_t payload = 0;
   const auto start = Clock::now();
+  const auto* inbox = reinterpret_cast<const volatile uint64_t*>(team.local_ptr(data));
+  // The receiver reads the payload each time: it must be the sender's sequence number.
+  auto receive = [&] {
+    team.wait_signal(kPing, ++sequence, peer);
+    if (*inbox != sequence) {
+      throw rankflow::Error(rankflow::ErrorCode::kRemoteFailure,
+                            "ping-pong payload " + std::to_string(*inbox) + " arrived, expected " +
+                                std::to_string(sequence));
+    }
+  };
   for (int i = 0; i < iterations; ++i) {
     const bool my_turn_first = team.rank() == 0;
-    if (!my_turn_first) team.wait_signal(kPing, ++sequence, peer);
+    if (!my_turn_first) receive();
     payload = sequence + (my_turn_first ? 1 : 0);
     if (ucx_path) {
       window.put(peer, data, &payload, sizeof(payload));
@@ -67,7 +77,7 @@ double ping_pong(Team& team, bool ucx_path, int iterations, uint64_t& sequence) 
       team.put(peer, data, &payload, sizeof(payload));
       team.signal(peer, kPing);
     }
-    if (my_turn_first) team.wait_signal(kPing, ++sequence, peer);
+    if (my_turn_first) receive();
   }
   return seconds_since(start) / (2.0 * iterations);
 }
@@ -185,9 +195,11 @@ int run(int argc, char** argv) {
   }
 
   std::vector<uint8_t> source(kMaxBytes), target(kMaxBytes);
-  for (size_t i = 0; i < kMaxBytes; ++i) source[i] = static_cast<uint8_t>(i * 31 + 7);
+  for (size_t i = 0; i < kMaxBytes; ++i)
+    source[i] = static_cast<uint8_t>(i * 31 + 7);
   if (root) {
-    std::printf("\n# put bandwidth, rank 0 -> rank 1 (median per put; %% of memcpy at that size)\n");
+    std::printf(
+        "\n# put bandwidth, rank 0 -> rank 1 (median per put; %% of memcpy at that size)\n");
     std::printf("%10s %10s %9s | %10s %9s %7s | %10s %9s %7s\n", "bytes", "memcpy us", "GB/s",
                 "direct us", "GB/s", "%cpy", "ucp_put us", "GB/s", "%cpy");
   }
@@ -199,7 +211,8 @@ int run(int argc, char** argv) {
     const double direct_s =
         mapped ? put_time(team, PutPath::kDirect, bytes, repeat, options, source, batches_done)
                : 0.0;
-    const double ucx_s = put_time(team, PutPath::kUcx, bytes, repeat, options, source, batches_done);
+    const double ucx_s =
+        put_time(team, PutPath::kUcx, bytes, repeat, options, source, batches_done);
     if (root) print_bandwidth_row(bytes, copy_s, direct_s, ucx_s, mapped);
   }
   team.close();

@@ -46,7 +46,8 @@ double stream(Team& team, size_t bytes, size_t rounds, uint64_t& sent_so_far) {
   std::vector<uint8_t> block(bytes);
   Clock::duration putting{};
   for (size_t round = 0; round < rounds; ++round) {
-    for (size_t i = 0; i < bytes; ++i) block[i] = pattern(me, round, i);
+    for (size_t i = 0; i < bytes; ++i)
+      block[i] = pattern(me, round, i);
     // The neighbour's inbox is free once it has consumed everything we sent before.
     team.wait_signal(kCredit, sent_so_far, right);
     const auto start = Clock::now();
@@ -74,8 +75,8 @@ int run(int argc, char** argv) {
   const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
   auto context = Context::acquire(&argc, &argv);
   const size_t max_bytes = size_t{8} << 20;
-  Team team = rankflow::transport::create_team(context, MPI_COMM_WORLD, {{"inbox", max_bytes},
-                                               {"counter", 8}}, "demo");
+  Team team = rankflow::transport::create_team(context, MPI_COMM_WORLD,
+                                               {{"inbox", max_bytes}, {"counter", 8}}, "demo");
   const int me = team.rank(), n = team.size();
   const bool mapped = team.remote_ptr((me + 1) % n, 0) != nullptr;
   if (me == 0) {
@@ -97,7 +98,8 @@ int run(int argc, char** argv) {
   }
 
   const int adds = quick ? 1000 : 10000;
-  for (int i = 0; i < adds; ++i) team.atomic_add(0, team.offset("counter"), 1);
+  for (int i = 0; i < adds; ++i)
+    team.atomic_add(0, team.offset("counter"), 1);
   team.barrier();
   const uint64_t counter = team.local_as<uint64_t>("counter")[0];
   if (me == 0 && counter != static_cast<uint64_t>(adds) * n) {
@@ -108,7 +110,8 @@ int run(int argc, char** argv) {
   }
   const int barriers = quick ? 1000 : 10000;
   const auto start = Clock::now();
-  for (int i = 0; i < barriers; ++i) team.barrier();
+  for (int i = 0; i < barriers; ++i)
+    team.barrier();
   const double barrier_us = max_over_ranks(
       *context, std::chrono::duration<double, std::micro>(Clock::now() - start).count() / barriers);
   if (me == 0) {

@@ -23,19 +23,27 @@ env::LogLevel current_level() {
 
 const char* level_name(env::LogLevel level) {
   switch (level) {
-    case env::LogLevel::kError: return "error";
-    case env::LogLevel::kWarn: return "warn";
-    case env::LogLevel::kInfo: return "info";
-    case env::LogLevel::kDebug: return "debug";
+    case env::LogLevel::kError:
+      return "error";
+    case env::LogLevel::kWarn:
+      return "warn";
+    case env::LogLevel::kInfo:
+      return "info";
+    case env::LogLevel::kDebug:
+      return "debug";
   }
   return "?";
 }
 
 }  // namespace
 
-void set_rank(int rank) { g_rank.store(rank); }
+void set_rank(int rank) {
+  g_rank.store(rank);
+}
 
-bool enabled(env::LogLevel level) { return level <= current_level(); }
+bool enabled(env::LogLevel level) {
+  return level <= current_level();
+}
 
 void write(env::LogLevel level, const std::string& message) {
   const int rank = g_rank.load();

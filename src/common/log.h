@@ -23,10 +23,16 @@ void message(env::LogLevel level, const Parts&... parts) {
 }
 
 template <typename... Parts>
-void info(const Parts&... parts) { message(env::LogLevel::kInfo, parts...); }
+void info(const Parts&... parts) {
+  message(env::LogLevel::kInfo, parts...);
+}
 template <typename... Parts>
-void debug(const Parts&... parts) { message(env::LogLevel::kDebug, parts...); }
+void debug(const Parts&... parts) {
+  message(env::LogLevel::kDebug, parts...);
+}
 template <typename... Parts>
-void warn(const Parts&... parts) { message(env::LogLevel::kWarn, parts...); }
+void warn(const Parts&... parts) {
+  message(env::LogLevel::kWarn, parts...);
+}
 
 }  // namespace rankflow::log

@@ -54,18 +54,18 @@ BindingResult bind_process(int node_local_rank, env::BindPolicy policy) {
     return {false, "binding unknown (hwloc_get_cpubind failed); left as is"};
   }
   if (hwloc_obj_t core = single_core_covering(topology.get(), current.get())) {
-    return {false, "kept launcher binding: core " + std::to_string(core->logical_index) +
-                       " (PUs " + describe_cpuset(current.get()) + ")"};
+    return {false, "kept launcher binding: core " + std::to_string(core->logical_index) + " (PUs " +
+                       describe_cpuset(current.get()) + ")"};
   }
   if (policy == env::BindPolicy::kNone) {
     return {false, "not bound (RANKFLOW_BIND=none), PUs " + describe_cpuset(current.get())};
   }
   // Round robin over the cores this process may use.
-  const int cores = hwloc_get_nbobjs_inside_cpuset_by_type(topology.get(), current.get(),
-                                                           HWLOC_OBJ_CORE);
+  const int cores =
+      hwloc_get_nbobjs_inside_cpuset_by_type(topology.get(), current.get(), HWLOC_OBJ_CORE);
   if (cores <= 0) return {false, "no core found inside PUs " + describe_cpuset(current.get())};
   hwloc_obj_t core = hwloc_get_obj_inside_cpuset_by_type(topology.get(), current.get(),
-                                                        HWLOC_OBJ_CORE, node_local_rank % cores);
+                                                         HWLOC_OBJ_CORE, node_local_rank % cores);
   if (hwloc_set_cpubind(topology.get(), core->cpuset, HWLOC_CPUBIND_PROCESS) != 0) {
     throw TransportError("hwloc_set_cpubind to core " + std::to_string(core->logical_index) +
                          " failed; set RANKFLOW_BIND=none to run unbound");

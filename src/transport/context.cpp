@@ -91,7 +91,8 @@ void Context::idle(std::chrono::microseconds duration) {
   if (armed != UCS_OK) return Backoff::sleep_for(duration);
   pollfd descriptor{event_fd_, POLLIN, 0};
   const auto micros = duration.count();
-  const timespec limit{static_cast<time_t>(micros / 1000000), static_cast<long>(micros % 1000000) * 1000};
+  const timespec limit{static_cast<time_t>(micros / 1000000),
+                       static_cast<long>(micros % 1000000) * 1000};
   ppoll(&descriptor, 1, &limit, nullptr);
 }
 
@@ -108,7 +109,8 @@ void Context::wire_endpoints(MPI_Comm world) {
             "MPI_Iallgather(address lengths)");
   mpi_wait(request, "exchange of UCX worker address lengths");
   std::vector<int> displacements(world_size_, 0);
-  for (int r = 1; r < world_size_; ++r) displacements[r] = displacements[r - 1] + lengths[r - 1];
+  for (int r = 1; r < world_size_; ++r)
+    displacements[r] = displacements[r - 1] + lengths[r - 1];
   std::vector<char> all(static_cast<size_t>(displacements.back() + lengths.back()));
   check_mpi(MPI_Iallgatherv(address, my_length, MPI_BYTE, all.data(), lengths.data(),
                             displacements.data(), MPI_BYTE, world, &request),
@@ -141,8 +143,8 @@ void Context::world_barrier(const std::string& what) {
 
 ucp_ep_h Context::endpoint(int world_rank) const {
   if (world_rank < 0 || world_rank >= world_size_) {
-    throw InvalidArgument("rank " + std::to_string(world_rank) + " is not in MPI_COMM_WORLD (size " +
-                          std::to_string(world_size_) + ")");
+    throw InvalidArgument("rank " + std::to_string(world_rank) +
+                          " is not in MPI_COMM_WORLD (size " + std::to_string(world_size_) + ")");
   }
   return endpoints_[world_rank];
 }
@@ -191,15 +193,17 @@ std::vector<int> Context::world_ranks_of(MPI_Comm comm) const {
   MPI_Comm_group(comm, &group);
   MPI_Comm_group(MPI_COMM_WORLD, &world_group);
   std::vector<int> local(size), world(size);
-  for (int i = 0; i < size; ++i) local[i] = i;
+  for (int i = 0; i < size; ++i)
+    local[i] = i;
   MPI_Group_translate_ranks(group, size, local.data(), world_group, world.data());
   MPI_Group_free(&group);
   MPI_Group_free(&world_group);
   for (int i = 0; i < size; ++i) {
     if (world[i] == MPI_UNDEFINED) {
-      throw InvalidArgument("communicator rank " + std::to_string(i) +
-                            " is not a member of MPI_COMM_WORLD; rankflow needs intra-communicators "
-                            "derived from MPI_COMM_WORLD");
+      throw InvalidArgument(
+          "communicator rank " + std::to_string(i) +
+          " is not a member of MPI_COMM_WORLD; rankflow needs intra-communicators "
+          "derived from MPI_COMM_WORLD");
     }
   }
   return world;

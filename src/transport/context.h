@@ -1,9 +1,10 @@
 // Context: the process-wide transport state. It owns the MPI session, the hwloc binding, the UCX
 // context and worker, and one wired endpoint per peer (indexed by MPI_COMM_WORLD rank).
 //
-// Threads: the thread that created the Context, or one thread at a time (UCS_THREAD_MODE_SERIALIZED).
-// After bootstrap, MPI calls go through mpi_wait(), which keeps progressing UCX while MPI works, so
-// a peer's put or atomic is never stuck behind this rank blocking inside MPI.
+// Threads: the thread that created the Context, or one thread at a time
+// (UCS_THREAD_MODE_SERIALIZED). After bootstrap, MPI calls go through mpi_wait(), which keeps
+// progressing UCX while MPI works, so a peer's put or atomic is never stuck behind this rank
+// blocking inside MPI.
 #pragma once
 
 #include <mpi.h>
@@ -35,6 +36,8 @@ class Context {
   ucp_worker_h worker() const { return worker_; }
   ucp_ep_h endpoint(int world_rank) const;
   const std::string& binding() const { return binding_; }
+  // True when rankflow called MPI_Init_thread (and will finalise MPI when released).
+  bool mpi_owned_by_rankflow() const { return mpi_->initialised_by_rankflow(); }
   std::chrono::nanoseconds timeout() const { return timeout_; }
 
   // One pass of UCX progress. Cheap when nothing is pending.
@@ -66,7 +69,7 @@ class Context {
   std::string binding_;
   ucp_context_h ucp_context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
-  int event_fd_ = -1;  // the worker's wake-up descriptor, or -1 (plain sleeps)
+  int event_fd_ = -1;                // the worker's wake-up descriptor, or -1 (plain sleeps)
   std::vector<ucp_ep_h> endpoints_;  // by world rank, including this rank (UCX "self")
 };
 

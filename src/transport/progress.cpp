@@ -12,7 +12,9 @@ void Backoff::sleep_for(std::chrono::microseconds duration) {
   std::this_thread::sleep_for(duration);
 }
 
-void Backoff::yield() { sched_yield(); }
+void Backoff::yield() {
+  sched_yield();
+}
 
 void Backoff::start_yielding() {
   idle_since_ = std::chrono::steady_clock::now();

@@ -14,10 +14,18 @@ Team::Team(std::shared_ptr<transport::TeamState> state) : state_(std::move(state
   if (!state_) throw InvalidArgument("Team needs a state; build teams with create_team()");
 }
 
-int Team::rank() const { return state_->window->rank(); }
-int Team::size() const { return state_->window->size(); }
-size_t Team::offset(std::string_view buffer) const { return state_->layout.find(buffer).offset; }
-size_t Team::bytes(std::string_view buffer) const { return state_->layout.find(buffer).bytes; }
+int Team::rank() const {
+  return state_->window->rank();
+}
+int Team::size() const {
+  return state_->window->size();
+}
+size_t Team::offset(std::string_view buffer) const {
+  return state_->layout.find(buffer).offset;
+}
+size_t Team::bytes(std::string_view buffer) const {
+  return state_->layout.find(buffer).bytes;
+}
 std::span<std::byte> Team::local(std::string_view buffer) const {
   const auto& placed = state_->layout.find(buffer);
   return {state_->window->local_base() + placed.offset, placed.bytes};
@@ -26,11 +34,15 @@ std::byte* Team::local_ptr(size_t offset) const {
   state_->window->check_range(rank(), offset, 0, "local_ptr");
   return state_->window->local_base() + offset;
 }
-size_t Team::window_bytes() const { return state_->window->local_size(); }
+size_t Team::window_bytes() const {
+  return state_->window->local_size();
+}
 void* Team::remote_ptr(int peer, size_t offset) const {
   return state_->window->remote_ptr(peer, offset);
 }
-bool Team::all_mapped() const { return state_->window->all_mapped(); }
+bool Team::all_mapped() const {
+  return state_->window->all_mapped();
+}
 
 void Team::put(int peer, size_t dst_offset, const void* src, size_t bytes) {
   transport::Window& window = *state_->window;
@@ -52,9 +64,15 @@ void Team::get(int peer, size_t src_offset, void* dst, size_t bytes) {
   }
 }
 
-void Team::flush() { state_->window->flush(); }
-void Team::flush(int peer) { state_->window->flush(peer); }
-void Team::fence() { state_->window->fence(); }
+void Team::flush() {
+  state_->window->flush();
+}
+void Team::flush(int peer) {
+  state_->window->flush(peer);
+}
+void Team::fence() {
+  state_->window->fence();
+}
 
 namespace {
 
@@ -90,8 +108,7 @@ Word add(transport::Window& window, int peer, size_t offset, Word value, bool fe
 template <typename Word>
 Word cas(transport::Window& window, int peer, size_t offset, Word expected, Word desired) {
   if (void* target = mapped_atomic_target<Word>(window, peer, offset, "compare_swap")) {
-    mapped_word<Word>(target).compare_exchange_strong(expected, desired,
-                                                      std::memory_order_acq_rel);
+    mapped_word<Word>(target).compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
     return expected;  // holds the previous value either way
   }
   return window.compare_swap<Word>(peer, offset, expected, desired);
@@ -118,7 +135,9 @@ uint32_t Team::compare_swap32(int peer, size_t offset, uint32_t expected, uint32
   return cas<uint32_t>(*state_->window, peer, offset, expected, desired);
 }
 
-uint32_t Team::signal_slots() const { return state_->layout.signal_slots(); }
+uint32_t Team::signal_slots() const {
+  return state_->layout.signal_slots();
+}
 
 namespace {
 void check_slot(uint32_t slot, uint32_t slots, const char* operation) {
@@ -158,7 +177,9 @@ uint64_t Team::wait(size_t offset, Compare cmp, uint64_t value, int from_peer) c
   return state_->window->wait(offset, cmp, value, "wait", from_peer, state_->timeout);
 }
 
-void Team::progress() const { state_->window->context().progress(); }
+void Team::progress() const {
+  state_->window->context().progress();
+}
 
 void Team::barrier() {
   transport::Window& window = *state_->window;
@@ -180,13 +201,17 @@ void Team::barrier() {
   }
 }
 
-std::chrono::nanoseconds Team::timeout() const { return state_->timeout; }
+std::chrono::nanoseconds Team::timeout() const {
+  return state_->timeout;
+}
 void Team::set_timeout(std::chrono::nanoseconds timeout) {
   if (timeout.count() <= 0) throw InvalidArgument("Team::set_timeout: timeout must be positive");
   state_->timeout = timeout;
 }
 
-void Team::close() { state_->window->close(); }
+void Team::close() {
+  state_->window->close();
+}
 
 namespace transport {
 

@@ -38,9 +38,10 @@ const TeamLayout::Placed& TeamLayout::find(std::string_view name) const {
     if (placed.name == name) return placed;
   }
   std::string known;
-  for (const Placed& placed : placed_) known += (known.empty() ? "" : ", ") + placed.name;
-  throw InvalidArgument("team has no buffer named '" + std::string(name) + "'; buffers: " +
-                        (known.empty() ? std::string("(none)") : known));
+  for (const Placed& placed : placed_)
+    known += (known.empty() ? "" : ", ") + placed.name;
+  throw InvalidArgument("team has no buffer named '" + std::string(name) +
+                        "'; buffers: " + (known.empty() ? std::string("(none)") : known));
 }
 
 }  // namespace rankflow::transport

@@ -14,8 +14,8 @@ namespace rankflow::transport {
 
 class TeamLayout {
  public:
-  static constexpr size_t kSlotStride = 64;        // one counter per cache line
-  static constexpr uint32_t kBarrierRounds = 32;   // ceil(log2(size)) rounds for any int size
+  static constexpr size_t kSlotStride = 64;       // one counter per cache line
+  static constexpr uint32_t kBarrierRounds = 32;  // ceil(log2(size)) rounds for any int size
 
   // Throws InvalidArgument for empty or duplicate names or a bad alignment.
   TeamLayout(std::vector<BufferSpec> buffers, uint32_t signal_slots);

@@ -82,7 +82,8 @@ void Window::exchange_keys() {
   check_mpi(MPI_Iallgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_, &request),
             "MPI_Iallgather(rkey lengths)");
   context_->mpi_wait(request, "rkey length exchange for window '" + name_ + "'");
-  for (int r = 1; r < members; ++r) displacements[r] = displacements[r - 1] + lengths[r - 1];
+  for (int r = 1; r < members; ++r)
+    displacements[r] = displacements[r - 1] + lengths[r - 1];
   std::vector<std::byte> all(static_cast<size_t>(displacements.back() + lengths.back()));
   check_mpi(MPI_Iallgatherv(mine.data(), my_length, MPI_BYTE, all.data(), lengths.data(),
                             displacements.data(), MPI_BYTE, comm_, &request),
@@ -201,7 +202,8 @@ void Window::get(int peer, size_t offset, void* dst, size_t bytes) {
 void Window::flush() {
   if (closed_) return;
   bool any = false;
-  for (Peer& peer : peers_) any = std::exchange(peer.dirty, false) || any;
+  for (Peer& peer : peers_)
+    any = std::exchange(peer.dirty, false) || any;
   if (any) {
     ucp_request_param_t param{};
     context_->ucx_wait(ucp_worker_flush_nbx(context_->worker(), &param),
@@ -260,9 +262,9 @@ Word Window::fetching_atomic(ucp_atomic_op_t op, int peer, size_t offset, Word o
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
   param.datatype = ucp_dt_make_contig(sizeof(Word));
   param.reply_buffer = &reply;
-  context_->ucx_wait(ucp_atomic_op_nbx(target.ep, op, &operand, 1, target.base + offset,
-                                       target.rkey, &param),
-                     std::string(operation) + ": " + where(peer));
+  context_->ucx_wait(
+      ucp_atomic_op_nbx(target.ep, op, &operand, 1, target.base + offset, target.rkey, &param),
+      std::string(operation) + ": " + where(peer));
   return reply;
 }
 
@@ -299,15 +301,19 @@ uint64_t Window::wait(size_t offset, Compare cmp, uint64_t value, const char* op
   uint32_t polls = 0;
   const uint32_t progress_mask = all_mapped_ ? 15 : 0;
   wait_until(
-      satisfied, [&] { if ((++polls & progress_mask) == 0) context_->progress(); }, timeout,
+      satisfied,
+      [&] {
+        if ((++polls & progress_mask) == 0) context_->progress();
+      },
+      timeout,
       [&] {
         return std::string(operation) + ": rank " + std::to_string(context_->world_rank()) +
                " (member " + std::to_string(rank_) + " of window '" + name_ + "') waited " +
                format_seconds(timeout) + " for " +
                (peer < 0 ? std::string("its peers") : "peer " + std::to_string(peer)) +
                ": word at offset " + std::to_string(offset) + " expected " +
-               (cmp == Compare::kEqual ? "== " : ">= ") + std::to_string(value) +
-               ", observed " + std::to_string(seen);
+               (cmp == Compare::kEqual ? "== " : ">= ") + std::to_string(value) + ", observed " +
+               std::to_string(seen);
       },
       [&](std::chrono::microseconds d) { context_->idle(d); });
   return seen;

@@ -84,8 +84,8 @@ class Window {
   struct Peer {
     int world_rank = -1;
     ucp_ep_h ep = nullptr;
-    uint64_t base = 0;        // remote virtual address of the window
-    size_t bytes = 0;         // remote window size
+    uint64_t base = 0;  // remote virtual address of the window
+    size_t bytes = 0;   // remote window size
     ucp_rkey_h rkey = nullptr;
     std::byte* mapped = nullptr;  // direct pointer, or null
     bool dirty = false;           // UCX operations issued since the last flush

@@ -18,7 +18,9 @@ Words layout(const Team& t) {
   return {base, base + 64, base + 128, base + 192, base + 256, base + 320, base + 384, base + 448};
 }
 
-uint64_t rank_sum(int n) { return static_cast<uint64_t>(n) * (n + 1) / 2; }
+uint64_t rank_sum(int n) {
+  return static_cast<uint64_t>(n) * (n + 1) / 2;
+}
 
 TEST(AtomicsTest, ConcurrentAddsFromAllRanksSumExactly) {
   Team t = transport::create_team(shared_context(), MPI_COMM_WORLD, {{"words", 512}}, "adds");
@@ -52,8 +54,8 @@ TEST(AtomicsTest, FetchAddHandsOutEveryTicketOnce) {
   uint64_t previous = 0;
   for (int i = 0; i < kTickets; ++i) {
     // Alternate the two paths on the same word: they must agree on one counter.
-    const uint64_t ticket = (i % 2 == 0) ? t.fetch_add(0, w.tickets, 1)
-                                         : window.fetch_add<uint64_t>(0, w.tickets, 1);
+    const uint64_t ticket =
+        (i % 2 == 0) ? t.fetch_add(0, w.tickets, 1) : window.fetch_add<uint64_t>(0, w.tickets, 1);
     if (i > 0) {
       ASSERT_GT(ticket, previous) << "tickets from one rank must increase";
     }

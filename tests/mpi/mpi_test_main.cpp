@@ -31,8 +31,12 @@ class FailurePrinter : public ::testing::EmptyTestEventListener {
 };
 }  // namespace
 
-transport::Context& context() { return *g_context; }
-std::shared_ptr<transport::Context> shared_context() { return g_context; }
+transport::Context& context() {
+  return *g_context;
+}
+std::shared_ptr<transport::Context> shared_context() {
+  return g_context;
+}
 
 bool expect_direct_mapping() {
   const char* tls = std::getenv("UCX_TLS");
@@ -41,7 +45,8 @@ bool expect_direct_mapping() {
 
 void fill_pattern(void* data, size_t bytes, uint64_t seed) {
   auto* out = static_cast<uint8_t*>(data);
-  for (size_t i = 0; i < bytes; ++i) out[i] = pattern_byte(seed, i);
+  for (size_t i = 0; i < bytes; ++i)
+    out[i] = pattern_byte(seed, i);
 }
 
 long long first_mismatch(const void* data, size_t bytes, uint64_t seed) {
@@ -70,7 +75,15 @@ int main(int argc, char** argv) {
   MPI_Iallreduce(&failed, &any_failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &request);
   context->mpi_wait(request, "final result reduction");
   if (failed) std::fprintf(stderr, "rank %d: tests FAILED\n", context->world_rank());
+  const bool owned = context->mpi_owned_by_rankflow();
   rankflow::test::g_context.reset();
   context.reset();
+  // rankflow initialised MPI here, so releasing the last Context must have finalised it.
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (owned && !finalized) {
+    std::fprintf(stderr, "MPI was not finalised when rankflow's Context was released\n");
+    return 1;
+  }
   return any_failed;
 }

@@ -32,20 +32,25 @@ void stream_blocks(Team& t, bool explicit_ucx_path) {
   auto drain = [&] {
     while (intact && t.signal_value(kDataSignal) > static_cast<uint64_t>(received)) {
       ++received;
-      const auto* data = reinterpret_cast<uint8_t*>(t.local_ptr(slots + (received % kSlots) * kBlock));
+      const auto* data =
+          reinterpret_cast<uint8_t*>(t.local_ptr(slots + (received % kSlots) * kBlock));
       intact = first_mismatch(data, kBlock, static_cast<uint64_t>(received) * 64 + left) == -1;
       t.signal(left, kCreditSignal);
     }
   };
   auto wait_while_draining = [&](auto&& done, const char* what) {
     transport::wait_until(
-        [&] { drain(); return !intact || done(); }, [&] { t.progress(); }, t.timeout(),
-        [&] { return std::string("ordering test: ") + what; });
+        [&] {
+          drain();
+          return !intact || done();
+        },
+        [&] { t.progress(); }, t.timeout(), [&] { return std::string("ordering test: ") + what; });
   };
   for (int i = 1; i <= kMessages && intact; ++i) {
     // A free slot at the receiver (credits are monotonic), then block i and its signal.
-    wait_while_draining([&] { return t.signal_value(kCreditSignal) + kSlots >= static_cast<uint64_t>(i); },
-                        "waiting for a credit");
+    wait_while_draining(
+        [&] { return t.signal_value(kCreditSignal) + kSlots >= static_cast<uint64_t>(i); },
+        "waiting for a credit");
     std::vector<uint8_t>& block = sent[i % kSlots];
     fill_pattern(block.data(), kBlock, static_cast<uint64_t>(i) * 64 + me);
     const size_t offset = slots + (i % kSlots) * kBlock;

@@ -27,7 +27,8 @@ std::vector<Case> cases() {
   std::vector<Case> out;
   for (size_t bytes : {size_t{1}, size_t{3}, size_t{8}, size_t{61}, size_t{4096 + 5},
                        size_t{65536 + 3}, size_t{(1 << 20) + 7}}) {
-    for (size_t offset : {size_t{0}, size_t{1}, size_t{7}, size_t{61}}) out.push_back({bytes, offset});
+    for (size_t offset : {size_t{0}, size_t{1}, size_t{7}, size_t{61}})
+      out.push_back({bytes, offset});
   }
   out.push_back({kMaxBytes, 0});
   out.push_back({kMaxBytes, 5});
@@ -37,8 +38,8 @@ std::vector<Case> cases() {
 class PutGetTest : public ::testing::TestWithParam<Path> {
  protected:
   static void SetUpTestSuite() {
-    team_ = transport::create_team(shared_context(), MPI_COMM_WORLD,
-                                   {{"data", kMaxBytes + kSlack}}, "put_get");
+    team_ = transport::create_team(shared_context(), MPI_COMM_WORLD, {{"data", kMaxBytes + kSlack}},
+                                   "put_get");
   }
   static void TearDownTestSuite() {
     team_->close();
@@ -120,11 +121,13 @@ TEST(WindowTest, NewWindowIsZeroedOnEveryMember) {
   constexpr size_t kBytes = (1 << 20) + 3;
   auto window = transport::Window::create(shared_context(), MPI_COMM_WORLD, kBytes, "zeroed");
   const auto* local = reinterpret_cast<const uint8_t*>(window->local_base());
-  for (size_t i = 0; i < kBytes; ++i) ASSERT_EQ(local[i], 0) << "byte " << i;
+  for (size_t i = 0; i < kBytes; ++i)
+    ASSERT_EQ(local[i], 0) << "byte " << i;
   std::vector<uint8_t> remote(kBytes, 0xFF);
   window->get((window->rank() + 1) % window->size(), 0, remote.data(), kBytes);
   window->flush();
-  for (size_t i = 0; i < kBytes; ++i) ASSERT_EQ(remote[i], 0) << "peer byte " << i;
+  for (size_t i = 0; i < kBytes; ++i)
+    ASSERT_EQ(remote[i], 0) << "peer byte " << i;
   window->close();
 }
 

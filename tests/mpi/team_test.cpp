@@ -59,8 +59,8 @@ TEST(TeamTest, TenThousandBarriersSynchronise) {
     // Store i into the right neighbour, barrier, and the left neighbour's i must be here.
     team.put(right, from_left, &i, sizeof(i));
     team.barrier();
-    ASSERT_EQ(team.local_as<uint64_t>("seen")[0], i) << "barrier " << i << " let rank " << me
-                                                     << " through before rank " << left << " arrived";
+    ASSERT_EQ(team.local_as<uint64_t>("seen")[0], i)
+        << "barrier " << i << " let rank " << me << " through before rank " << left << " arrived";
     team.barrier();  // nobody overwrites before everyone has checked
   }
   team.close();

@@ -19,7 +19,8 @@ TEST(ErrorTest, SubclassesCarryTheirCodeAndPrefix) {
   EXPECT_EQ(TransportError("x").code(), ErrorCode::kTransport);
   EXPECT_EQ(RemoteFailure("x").code(), ErrorCode::kRemoteFailure);
   EXPECT_EQ(InvalidState("x").code(), ErrorCode::kInvalidState);
-  EXPECT_THAT(RemoteFailure("rank 2 died").what(), ::testing::StartsWith("rankflow remote failure"));
+  EXPECT_THAT(RemoteFailure("rank 2 died").what(),
+              ::testing::StartsWith("rankflow remote failure"));
 }
 
 TEST(ErrorTest, ErrorsAreStdExceptions) {
