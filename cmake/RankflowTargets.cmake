@@ -14,7 +14,8 @@ function(rankflow_layer target)
   add_library(${target} STATIC ${ARGN})
   target_include_directories(${target}
     PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
-           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>)
+           $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+           $<INSTALL_INTERFACE:include>)
   target_compile_options(${target} PRIVATE $<$<CONFIG:Release>:-O3>)
   rankflow_warnings(${target})
 endfunction()

@@ -79,8 +79,9 @@ class Team {
   // landed. Counters only grow, so a receiver waits for a sequence number, never resets.
   void signal(int peer, uint32_t slot, uint64_t value = 1);
   // Waits until local counter `slot` reaches `at_least`; returns its value. `from_peer` (or -1)
-  // is named in the Timeout diagnostic.
-  uint64_t wait_signal(uint32_t slot, uint64_t at_least, int from_peer = -1) const;
+  // and `operation` are named in the Timeout diagnostic.
+  uint64_t wait_signal(uint32_t slot, uint64_t at_least, int from_peer = -1,
+                       const char* operation = "wait_signal") const;
   uint64_t signal_value(uint32_t slot) const;
   uint32_t signal_slots() const;
 

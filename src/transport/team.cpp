@@ -161,10 +161,11 @@ void Team::signal(int peer, uint32_t slot, uint64_t value) {
   window.atomic_add<uint64_t>(peer, offset, value);
 }
 
-uint64_t Team::wait_signal(uint32_t slot, uint64_t at_least, int from_peer) const {
-  check_slot(slot, signal_slots(), "wait_signal");
+uint64_t Team::wait_signal(uint32_t slot, uint64_t at_least, int from_peer,
+                           const char* operation) const {
+  check_slot(slot, signal_slots(), operation);
   return state_->window->wait(state_->layout.signal_slot(slot), Compare::kGreaterEqual, at_least,
-                              "wait_signal", from_peer, state_->timeout);
+                              operation, from_peer, state_->timeout);
 }
 
 uint64_t Team::signal_value(uint32_t slot) const {

@@ -1,0 +1,31 @@
+// all_to_all, mesh: member r copies block r of every peer's input into its block p. In place
+// (src == dst) the blocks are gathered in scratch and written after the "done" round.
+#include <cstring>
+
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+
+void all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes) {
+  const int n = c.size();
+  const size_t me = static_cast<size_t>(c.rank());
+  if (block_bytes == 0) return;
+  const bool in_place = src == dst;
+  if (n == 1) {
+    if (!in_place) std::memmove(c.local(dst), c.local(src), block_bytes);
+    return;
+  }
+  c.notify_all(Purpose::kReady);
+  c.await_all(Purpose::kReady);
+  std::byte* staging = in_place ? c.scratch(block_bytes * n) : nullptr;
+  for (int p = 0; p < n; ++p) {
+    std::byte* out = in_place ? staging + p * block_bytes : c.local(dst + p * block_bytes);
+    c.fetch(p, src + me * block_bytes, out, block_bytes);
+  }
+  c.complete_fetches();
+  c.notify_all(Purpose::kDone);
+  c.await_all(Purpose::kDone);
+  if (in_place) std::memcpy(c.local(dst), staging, block_bytes * n);
+}
+
+}  // namespace rankflow::coll

@@ -1,0 +1,123 @@
+// allreduce over rings: reduce-scatter then allgather around a ring, each member reading from
+// its upstream neighbour. One ring (`ring`), two half-rings in opposite directions
+// (`bidirectional_ring`), or two rings over interleaved chunks (`ibing`, after Zong et al.,
+// ACM TACO 2025). Correct for every member count and element count: the reference ibing
+// overwrote peer chunks beyond two ranks; here every overwrite waits for the downstream
+// neighbour's credit for the read it could race with.
+//
+// Per lane and member, with left = upstream, right = downstream, chunk indices mod P:
+//   start:        dst = src; ready -> right
+//   RS step s:    wait ready(left); dst[c] op= left.dst[c], c = me - dir(s+1); credit -> left;
+//                 ready -> right
+//   AG step s:    wait credit(right) (it has read our chunk c in RS); wait ready(left);
+//                 dst[c] = left.dst[c], c = me - dir*s; credit -> left; ready -> right (s < P-2)
+//   end:          wait the remaining P-1 credits from right (nobody still reads our dst).
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+namespace {
+
+struct Lane {
+  int dir;  // +1: read from rank-1; -1: read from rank+1
+  Purpose ready;
+  Purpose credit;
+  std::vector<Segment> chunks;  // P chunks, in elements
+};
+
+int mod(int value, int n) {
+  return ((value % n) + n) % n;
+}
+
+void reduce_step(CollContext& c, const AllreduceArgs& a, const Lane& lane, int s) {
+  const Reducer& r = *a.reducer;
+  const int n = c.size();
+  const int left = c.peer(-lane.dir);
+  const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * (s + 1), n)];
+  c.await(left, lane.ready);
+  if (chunk.count > 0) {
+    const size_t offset = a.dst + chunk.begin * r.elem_size;
+    std::byte* fallback = c.scratch2(chunk.count * r.elem_size);
+    r.combine(c.local(offset), c.read(left, offset, chunk.count * r.elem_size, fallback),
+              chunk.count);
+  }
+  c.notify(left, lane.credit);
+  c.notify(c.peer(lane.dir), lane.ready);
+}
+
+void gather_step(CollContext& c, const AllreduceArgs& a, const Lane& lane, int s) {
+  const int n = c.size();
+  const int left = c.peer(-lane.dir);
+  const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * s, n)];
+  c.await(c.peer(lane.dir), lane.credit);
+  c.await(left, lane.ready);
+  if (chunk.count > 0) {
+    const size_t offset = a.dst + chunk.begin * a.reducer->elem_size;
+    c.fetch(left, offset, c.local(offset), chunk.count * a.reducer->elem_size);
+    c.complete_fetches();
+  }
+  c.notify(left, lane.credit);
+  if (s < n - 2) c.notify(c.peer(lane.dir), lane.ready);
+}
+
+void run_lanes(CollContext& c, const AllreduceArgs& a, const std::vector<Lane>& lanes) {
+  const size_t bytes = a.count * a.reducer->elem_size;
+  if (a.src != a.dst) std::memmove(c.local(a.dst), c.local(a.src), bytes);
+  const int n = c.size();
+  if (n == 1 || a.count == 0) return;
+  for (const Lane& lane : lanes)
+    c.notify(c.peer(lane.dir), lane.ready);
+  for (int s = 0; s < n - 1; ++s) {
+    for (const Lane& lane : lanes)
+      reduce_step(c, a, lane, s);
+  }
+  for (int s = 0; s < n - 1; ++s) {
+    for (const Lane& lane : lanes)
+      gather_step(c, a, lane, s);
+  }
+  for (const Lane& lane : lanes) {
+    for (int i = 0; i < n - 1; ++i)
+      c.await(c.peer(lane.dir), lane.credit);
+  }
+}
+
+// The P chunks of elements [first, first + count).
+std::vector<Segment> contiguous_chunks(size_t first, size_t count, int n) {
+  std::vector<Segment> chunks;
+  for (int i = 0; i < n; ++i) {
+    Segment s = partition(count, n, i);
+    chunks.push_back({first + s.begin, s.count});
+  }
+  return chunks;
+}
+
+}  // namespace
+
+void allreduce_ring(CollContext& c, const AllreduceArgs& a) {
+  run_lanes(c, a,
+            {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, a.count, c.size())}});
+}
+
+void allreduce_bidirectional_ring(CollContext& c, const AllreduceArgs& a) {
+  const size_t half = a.count / 2;
+  run_lanes(c, a,
+            {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, half, c.size())},
+             {-1, Purpose::kBwd, Purpose::kBwdCredit,
+              contiguous_chunks(half, a.count - half, c.size())}});
+}
+
+void allreduce_ibing(CollContext& c, const AllreduceArgs& a) {
+  // 2P interleaved chunks: even ones travel forward, odd ones backward.
+  const int n = c.size();
+  Lane forward{+1, Purpose::kFwd, Purpose::kFwdCredit, {}};
+  Lane backward{-1, Purpose::kBwd, Purpose::kBwdCredit, {}};
+  for (int i = 0; i < 2 * n; ++i) {
+    (i % 2 == 0 ? forward : backward).chunks.push_back(partition(a.count, 2 * n, i));
+  }
+  run_lanes(c, a, {forward, backward});
+}
+
+}  // namespace rankflow::coll

@@ -1,0 +1,93 @@
+// CollContext: what every collective algorithm runs on. It wraps a Team and adds the signal
+// protocol the algorithms share, the remote-read fast path, and reusable private scratch.
+//
+// Signals: each (purpose, sender) pair has its own monotonic counter on the receiver, and the
+// receiver keeps a tally of how many it has consumed. await(peer, purpose) waits for one more
+// than the tally. Because every member runs the same sequence of collectives, the k-th signal
+// from a peer for a purpose always belongs to the k-th await, across calls and algorithms.
+// Threads: the thread that calls the collective.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rankflow/team.h"
+
+namespace rankflow::coll {
+
+enum class Purpose : uint32_t {
+  kReady,      // my input is in place / my stage is complete
+  kReady2,     // second phase of a two-phase algorithm
+  kDone,       // I have finished reading your buffers
+  kFwd,        // ring, forward lane: chunk ready
+  kFwdCredit,  // ring, forward lane: chunk consumed
+  kBwd,        // ring, backward lane
+  kBwdCredit,
+  kCount
+};
+
+class CollContext {
+ public:
+  explicit CollContext(Team team);
+
+  static uint32_t signal_slots_for(int team_size) {
+    return static_cast<uint32_t>(Purpose::kCount) * static_cast<uint32_t>(team_size);
+  }
+
+  Team& team() { return team_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int peer(int offset) const { return ((rank_ + offset) % size_ + size_) % size_; }
+
+  // The operation named in timeout diagnostics, e.g. "allreduce(ring)".
+  void set_operation(std::string operation) { operation_ = std::move(operation); }
+
+  void notify(int peer, Purpose purpose);
+  void await(int peer, Purpose purpose);
+  void notify_all(Purpose purpose);  // every other member
+  void await_all(Purpose purpose);
+
+  std::byte* local(size_t offset) { return team_.local_ptr(offset); }
+  // `bytes` of `peer`'s window at `offset`: a direct pointer where mapped, otherwise fetched
+  // into `fallback` (which must hold `bytes`) and completed before returning.
+  const std::byte* read(int peer, size_t offset, size_t bytes, std::byte* fallback);
+  // Copies `bytes` of `peer`'s window at `offset` into local memory `dst`; complete after
+  // complete_fetches().
+  void fetch(int peer, size_t offset, void* dst, size_t bytes);
+  void complete_fetches() { team_.flush(); }
+
+  // Private scratch, reused across calls (grown on demand). Two independent areas.
+  std::byte* scratch(size_t bytes) { return grow(scratch_, bytes); }
+  std::byte* scratch2(size_t bytes) { return grow(scratch2_, bytes); }
+
+ private:
+  static std::byte* grow(std::vector<std::byte>& area, size_t bytes);
+  uint32_t slot(Purpose purpose, int sender) const {
+    return static_cast<uint32_t>(purpose) * static_cast<uint32_t>(size_) +
+           static_cast<uint32_t>(sender);
+  }
+
+  Team team_;
+  int rank_;
+  int size_;
+  std::vector<uint64_t> consumed_;
+  std::vector<std::byte> scratch_, scratch2_;
+  std::string operation_ = "collective";
+};
+
+// Element range [begin, begin + count) of part `index` when `count` elements are split into
+// `parts` nearly equal parts (the first parts are never larger than the last ones by more
+// than one). Pure; any count, including fewer elements than parts.
+struct Segment {
+  size_t begin;
+  size_t count;
+};
+inline Segment partition(size_t count, size_t parts, size_t index) {
+  const size_t begin = count / parts * index + std::min(index, count % parts);
+  const size_t size = count / parts + (index < count % parts ? 1 : 0);
+  return {begin, size};
+}
+
+}  // namespace rankflow::coll

@@ -1,0 +1,193 @@
+// Reduction kernels (see reduce.h): one template instantiated per dtype and op.
+#include "collectives/reduce.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+
+#include "rankflow/error.h"
+
+namespace rankflow {
+
+size_t dtype_size(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return 4;
+    case DType::kF64:
+      return 8;
+    case DType::kF16:
+      return 2;
+    case DType::kBF16:
+      return 2;
+    case DType::kI32:
+      return 4;
+    case DType::kI64:
+      return 8;
+  }
+  throw InvalidArgument("unknown dtype " + std::to_string(static_cast<int>(dtype)));
+}
+
+std::string_view to_string(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return "f32";
+    case DType::kF64:
+      return "f64";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kI32:
+      return "i32";
+    case DType::kI64:
+      return "i64";
+  }
+  return "?";
+}
+
+std::string_view to_string(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum:
+      return "sum";
+    case ReduceOp::kProd:
+      return "prod";
+    case ReduceOp::kMin:
+      return "min";
+    case ReduceOp::kMax:
+      return "max";
+  }
+  return "?";
+}
+
+namespace coll {
+
+float half_to_float(unsigned short bits) {
+  _Float16 h;
+  std::memcpy(&h, &bits, 2);
+  return static_cast<float>(h);
+}
+unsigned short float_to_half(float value) {
+  const _Float16 h = static_cast<_Float16>(value);
+  unsigned short bits;
+  std::memcpy(&bits, &h, 2);
+  return bits;
+}
+float bf16_to_float(unsigned short bits) {
+  const uint32_t wide = static_cast<uint32_t>(bits) << 16;
+  float value;
+  std::memcpy(&value, &wide, 4);
+  return value;
+}
+unsigned short float_to_bf16(float value) {
+  uint32_t wide;
+  std::memcpy(&wide, &value, 4);
+  if ((wide & 0x7fffffffu) > 0x7f800000u) return static_cast<unsigned short>((wide >> 16) | 0x40);
+  wide += 0x7fffu + ((wide >> 16) & 1);  // round to nearest even
+  return static_cast<unsigned short>(wide >> 16);
+}
+
+namespace {
+
+struct F16 {
+  unsigned short bits;
+};
+struct BF16 {
+  unsigned short bits;
+};
+
+// How one dtype maps to its accumulator type.
+template <typename T>
+struct Traits {
+  using Acc = T;
+  static Acc to_acc(T v) { return v; }
+  static T from_acc(Acc v) { return v; }
+};
+template <>
+struct Traits<F16> {
+  using Acc = float;
+  static float to_acc(F16 v) { return half_to_float(v.bits); }
+  static F16 from_acc(float v) { return {float_to_half(v)}; }
+};
+template <>
+struct Traits<BF16> {
+  using Acc = float;
+  static float to_acc(BF16 v) { return bf16_to_float(v.bits); }
+  static BF16 from_acc(float v) { return {float_to_bf16(v)}; }
+};
+
+template <ReduceOp Op, typename A>
+inline A apply(A a, A b) {
+  if constexpr (Op == ReduceOp::kSum) return a + b;
+  if constexpr (Op == ReduceOp::kProd) return a * b;
+  if constexpr (Op == ReduceOp::kMin) return std::min(a, b);
+  if constexpr (Op == ReduceOp::kMax) return std::max(a, b);
+}
+
+template <typename T, ReduceOp Op>
+struct Kernels {
+  using Tr = Traits<T>;
+  using Acc = typename Tr::Acc;
+  static void load(void* acc, const void* in, size_t n) {
+    Acc* __restrict a = static_cast<Acc*>(acc);
+    const T* __restrict x = static_cast<const T*>(in);
+    for (size_t i = 0; i < n; ++i)
+      a[i] = Tr::to_acc(x[i]);
+  }
+  static void accumulate(void* acc, const void* in, size_t n) {
+    Acc* __restrict a = static_cast<Acc*>(acc);
+    const T* __restrict x = static_cast<const T*>(in);
+    for (size_t i = 0; i < n; ++i)
+      a[i] = apply<Op, Acc>(a[i], Tr::to_acc(x[i]));
+  }
+  static void store(void* out, const void* acc, size_t n) {
+    T* __restrict o = static_cast<T*>(out);
+    const Acc* __restrict a = static_cast<const Acc*>(acc);
+    for (size_t i = 0; i < n; ++i)
+      o[i] = Tr::from_acc(a[i]);
+  }
+  static void combine(void* inout, const void* in, size_t n) {
+    T* __restrict o = static_cast<T*>(inout);
+    const T* __restrict x = static_cast<const T*>(in);
+    for (size_t i = 0; i < n; ++i)
+      o[i] = Tr::from_acc(apply<Op, Acc>(Tr::to_acc(o[i]), Tr::to_acc(x[i])));
+  }
+  static Reducer make(DType dtype) {
+    return {dtype, Op, sizeof(T), sizeof(Acc), &load, &accumulate, &store, &combine};
+  }
+};
+
+template <typename T>
+const Reducer* for_op(DType dtype, ReduceOp op) {
+  static const Reducer table[] = {
+      Kernels<T, ReduceOp::kSum>::make(dtype), Kernels<T, ReduceOp::kProd>::make(dtype),
+      Kernels<T, ReduceOp::kMin>::make(dtype), Kernels<T, ReduceOp::kMax>::make(dtype)};
+  return &table[static_cast<int>(op)];
+}
+
+}  // namespace
+
+const Reducer& reducer(DType dtype, ReduceOp op) {
+  if (static_cast<unsigned>(op) > static_cast<unsigned>(ReduceOp::kMax)) {
+    throw InvalidArgument("unknown reduction op " + std::to_string(static_cast<int>(op)) +
+                          "; valid ops are sum, prod, min, max");
+  }
+  switch (dtype) {
+    case DType::kF32:
+      return *for_op<float>(dtype, op);
+    case DType::kF64:
+      return *for_op<double>(dtype, op);
+    case DType::kF16:
+      return *for_op<F16>(dtype, op);
+    case DType::kBF16:
+      return *for_op<BF16>(dtype, op);
+    case DType::kI32:
+      return *for_op<int32_t>(dtype, op);
+    case DType::kI64:
+      return *for_op<int64_t>(dtype, op);
+  }
+  throw InvalidArgument("unknown dtype " + std::to_string(static_cast<int>(dtype)) +
+                        "; valid dtypes are f32, f64, f16, bf16, i32, i64");
+}
+
+}  // namespace coll
+}  // namespace rankflow

@@ -1,0 +1,34 @@
+// reduce_scatter, mesh: member r reduces block r of every input, in rank order, accumulating
+// f16/bf16 in f32. The result is written after the "done" round, so dst may overlap src.
+#include <cstring>
+
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+
+void reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t count, const Reducer& r) {
+  const size_t block = count * r.elem_size;
+  if (count == 0) return;
+  const size_t mine = src + static_cast<size_t>(c.rank()) * block;
+  if (c.size() == 1) {
+    if (mine != dst) std::memmove(c.local(dst), c.local(mine), block);
+    return;
+  }
+  c.notify_all(Purpose::kReady);
+  c.await_all(Purpose::kReady);
+  std::byte* acc = c.scratch(count * r.acc_size);
+  std::byte* fallback = c.scratch2(block);
+  for (int p = 0; p < c.size(); ++p) {
+    const std::byte* in = c.read(p, mine, block, fallback);
+    if (p == 0) {
+      r.load(acc, in, count);
+    } else {
+      r.accumulate(acc, in, count);
+    }
+  }
+  c.notify_all(Purpose::kDone);
+  c.await_all(Purpose::kDone);
+  r.store(c.local(dst), acc, count);
+}
+
+}  // namespace rankflow::coll

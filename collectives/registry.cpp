@@ -1,0 +1,136 @@
+// The algorithm table and selection (see registry.h).
+#include "collectives/registry.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "common/log.h"
+#include "rankflow/error.h"
+
+namespace rankflow::coll {
+namespace {
+
+constexpr AllreduceAlgorithm kAllreduce[] = {
+    {"onephase", &allreduce_onephase, "mesh: every member reads every input"},
+    {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh"},
+    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring"},
+    {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions"},
+    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)"},
+};
+
+std::string valid_names() {
+  std::string names;
+  for (const auto& a : kAllreduce)
+    names += (names.empty() ? "" : ", ") + std::string(a.name);
+  return names;
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && text.front() == ' ')
+    text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ')
+    text.remove_suffix(1);
+  return text;
+}
+
+size_t parse_size(std::string_view text, std::string_view rule) {
+  text = trim(text);
+  if (text == "inf") return SIZE_MAX;
+  size_t value = 0;
+  size_t i = 0;
+  for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
+    value = value * 10 + static_cast<size_t>(text[i] - '0');
+  }
+  const std::string_view suffix = text.substr(i);
+  size_t scale = 1;
+  if (suffix == "k" || suffix == "K")
+    scale = size_t{1} << 10;
+  else if (suffix == "m" || suffix == "M")
+    scale = size_t{1} << 20;
+  else if (suffix == "g" || suffix == "G")
+    scale = size_t{1} << 30;
+  else if (!suffix.empty())
+    i = 0;  // not a number after all
+  if (i == 0) {
+    throw InvalidArgument("RANKFLOW_ALLREDUCE: '" + std::string(text) + "' in '" +
+                          std::string(rule) +
+                          "' is not a size (bytes with optional k, m, g, or inf)");
+  }
+  return value * scale;
+}
+
+}  // namespace
+
+std::span<const AllreduceAlgorithm> allreduce_algorithms() {
+  return kAllreduce;
+}
+
+const AllreduceAlgorithm& find_allreduce(std::string_view name) {
+  for (const auto& a : kAllreduce) {
+    if (a.name == name) return a;
+  }
+  throw InvalidArgument("unknown allreduce algorithm '" + std::string(name) +
+                        "'; valid algorithms are " + valid_names() + " (or auto)");
+}
+
+std::vector<SizeRule> parse_size_rules(std::string_view spec) {
+  std::vector<SizeRule> rules;
+  spec = trim(spec);
+  if (spec.find(':') == std::string_view::npos) {
+    rules.push_back({0, SIZE_MAX, &find_allreduce(spec)});
+    return rules;
+  }
+  while (!spec.empty()) {
+    const size_t end = spec.find(';');
+    const std::string_view rule = trim(spec.substr(0, end));
+    spec = end == std::string_view::npos ? std::string_view{} : spec.substr(end + 1);
+    if (rule.empty()) continue;
+    const size_t colon = rule.find(':');
+    const size_t dash = rule.find('-', colon == std::string_view::npos ? 0 : colon);
+    if (colon == std::string_view::npos || dash == std::string_view::npos) {
+      throw InvalidArgument("RANKFLOW_ALLREDUCE: rule '" + std::string(rule) +
+                            "' is not name:min-max (for example onephase:0-64k)");
+    }
+    const size_t lo = parse_size(rule.substr(colon + 1, dash - colon - 1), rule);
+    const size_t hi = parse_size(rule.substr(dash + 1), rule);
+    if (lo >= hi) {
+      throw InvalidArgument("RANKFLOW_ALLREDUCE: rule '" + std::string(rule) +
+                            "' has an empty size range");
+    }
+    rules.push_back({lo, hi, &find_allreduce(trim(rule.substr(0, colon)))});
+  }
+  return rules;
+}
+
+const AllreduceAlgorithm& default_allreduce(size_t bytes, int members) {
+  // One phase moves the fewest bytes per synchronisation on two members and is the lowest
+  // latency everywhere; two phases read 2(P-1)/P of the message instead of P-1 and win once
+  // the message is large and members are more than two.
+  if (members <= 2 || bytes <= (size_t{64} << 10)) return kAllreduce[0];
+  return kAllreduce[1];
+}
+
+const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members) {
+  if (requested != "auto") return find_allreduce(requested);
+  static std::mutex mutex;
+  static std::string cached_spec;
+  static std::vector<SizeRule> cached_rules;
+  const char* env = std::getenv("RANKFLOW_ALLREDUCE");
+  const AllreduceAlgorithm* chosen = nullptr;
+  if (env != nullptr && *env != '\0') {
+    std::lock_guard lock(mutex);
+    if (cached_spec != env) {
+      cached_rules = parse_size_rules(env);
+      cached_spec = env;
+    }
+    for (const SizeRule& rule : cached_rules) {
+      if (bytes >= rule.min_bytes && bytes < rule.max_bytes) chosen = rule.algorithm;
+      if (chosen) break;
+    }
+  }
+  if (chosen == nullptr) chosen = &default_allreduce(bytes, members);
+  log::debug("allreduce of ", bytes, " bytes on ", members, " members: ", chosen->name);
+  return *chosen;
+}
+
+}  // namespace rankflow::coll

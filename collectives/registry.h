@@ -1,0 +1,45 @@
+// The algorithm table: every allreduce algorithm by name, the default choice by message size
+// and member count, and the RANKFLOW_ALLREDUCE override ("ring", or size ranges such as
+// "onephase:0-64k;twophase:64k-inf"). Pure apart from reading the environment.
+#pragma once
+
+#include <cstddef>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+
+using AllreduceFn = void (*)(CollContext&, const AllreduceArgs&);
+
+struct AllreduceAlgorithm {
+  std::string_view name;
+  AllreduceFn run;
+  std::string_view summary;
+};
+
+std::span<const AllreduceAlgorithm> allreduce_algorithms();
+// Throws InvalidArgument listing the valid names.
+const AllreduceAlgorithm& find_allreduce(std::string_view name);
+
+// One rule of an override: messages of [min_bytes, max_bytes) bytes use `algorithm`.
+struct SizeRule {
+  size_t min_bytes;
+  size_t max_bytes;
+  const AllreduceAlgorithm* algorithm;
+};
+// Parses "name" or "name:lo-hi;name:lo-hi" (sizes in bytes with optional k, m, g suffixes,
+// powers of 1024, and "inf"). Throws InvalidArgument naming the bad part.
+std::vector<SizeRule> parse_size_rules(std::string_view spec);
+
+// The built-in choice, documented in docs/collectives.md.
+const AllreduceAlgorithm& default_allreduce(size_t bytes, int members);
+
+// `requested` is an algorithm name or "auto"; "auto" consults RANKFLOW_ALLREDUCE, then the
+// built-in table.
+const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members);
+
+}  // namespace rankflow::coll

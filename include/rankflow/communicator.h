@@ -1,0 +1,91 @@
+// rankflow/communicator.h: collectives for any MPI program (library mode).
+//
+//   MPI_Init(&argc, &argv);                       // the program owns MPI
+//   auto comm = rankflow::Communicator::from_mpi(MPI_COMM_WORLD);
+//   comm.allreduce(in.data(), out.data(), n, rankflow::DType::kF32, rankflow::ReduceOp::kSum);
+//   auto buf = comm.alloc(bytes);                 // symmetric memory: zero-copy collectives
+//   comm.allreduce(buf.data(), buf.data(), n, rankflow::DType::kF32, rankflow::ReduceOp::kSum);
+//
+// Every call is collective over the communicator: all members call it in the same order with
+// the same counts. send == recv means in place. Buffers may be any memory; buffers from alloc()
+// (send and recv in the same allocation) skip the staging copies. Errors are rankflow::Error;
+// a member that never arrives ends the call with rankflow::Timeout after RANKFLOW_TIMEOUT_S.
+// One thread at a time may use a communicator.
+#pragma once
+
+#include <mpi.h>
+
+#include <chrono>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "rankflow/types.h"
+
+namespace rankflow {
+
+class CommunicatorImpl;
+struct SymmetricAllocation;
+
+// Memory at the same place in every member's symmetric window; freed when the last handle goes
+// (collectively: every member must release it).
+class SymmetricBuffer {
+ public:
+  SymmetricBuffer() = default;
+  void* data() const;
+  size_t bytes() const;
+  template <typename T>
+  std::span<T> as() const {
+    return {static_cast<T*>(data()), bytes() / sizeof(T)};
+  }
+  explicit operator bool() const { return allocation_ != nullptr; }
+
+ private:
+  friend class CommunicatorImpl;
+  explicit SymmetricBuffer(std::shared_ptr<SymmetricAllocation> a) : allocation_(std::move(a)) {}
+  std::shared_ptr<SymmetricAllocation> allocation_;
+};
+
+class Communicator {
+ public:
+  // Collective over `comm`. Initialises rankflow's transport on first use (and MPI, if the
+  // program has not). `comm` must be an intra-communicator derived from MPI_COMM_WORLD.
+  static Communicator from_mpi(MPI_Comm comm);
+
+  int rank() const;
+  int size() const;
+  MPI_Comm mpi_comm() const;  // rankflow's duplicate, for the program's own MPI calls
+
+  // Collective: a sub-communicator, as MPI_Comm_split.
+  Communicator split(int color, int key) const;
+  // Collective: `bytes` of symmetric memory on every member (zeroed).
+  SymmetricBuffer alloc(size_t bytes) const;
+
+  // `algorithm`: "auto" (RANKFLOW_ALLREDUCE, then the built-in table) or one of onephase,
+  // twophase, ring, bidirectional_ring, ibing.
+  void allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                 std::string_view algorithm = "auto") const;
+  // recv holds size() * count elements; in place when send == recv + rank() * count elements.
+  void allgather(const void* send, void* recv, size_t count, DType dtype) const;
+  // send holds size() * count elements; recv gets this member's reduced block of `count`.
+  void reduce_scatter(const void* send, void* recv, size_t count, DType dtype, ReduceOp op) const;
+  void broadcast(void* buffer, size_t count, DType dtype, int root) const;
+  // send and recv hold size() blocks of `count` elements; block p goes to member p.
+  void all_to_all(const void* send, void* recv, size_t count, DType dtype) const;
+  void barrier() const;
+
+  // The limit of every wait inside this communicator's collectives (default RANKFLOW_TIMEOUT_S).
+  // After a Timeout the communicator's members are out of step: close it and make a new one.
+  void set_timeout(std::chrono::nanoseconds timeout);
+
+  // Releases rankflow's resources for this communicator (collective). Also done when the last
+  // copy of the handle goes.
+  void close();
+
+ private:
+  explicit Communicator(std::shared_ptr<CommunicatorImpl> impl) : impl_(std::move(impl)) {}
+  std::shared_ptr<CommunicatorImpl> impl_;
+};
+
+}  // namespace rankflow

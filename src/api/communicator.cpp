@@ -1,0 +1,308 @@
+// Communicator (library mode, see rankflow/communicator.h): argument checks, the choice between
+// zero-copy symmetric buffers and the staging window, and the dispatch to collective algorithms.
+// Runs on the calling thread.
+#include "rankflow/communicator.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "collectives/registry.h"
+#include "common/log.h"
+#include "rankflow/error.h"
+#include "transport/team_state.h"
+
+namespace rankflow {
+
+struct SymmetricAllocation {
+  std::unique_ptr<coll::CollContext> coll;
+  size_t offset = 0;  // of the data within the window
+  size_t bytes = 0;
+  std::byte* base = nullptr;
+  ~SymmetricAllocation() {
+    try {
+      coll->team().close();
+    } catch (const std::exception& e) {
+      log::warn("releasing symmetric buffer: ", e.what());
+    }
+  }
+};
+
+void* SymmetricBuffer::data() const {
+  return allocation_ ? allocation_->base : nullptr;
+}
+size_t SymmetricBuffer::bytes() const {
+  return allocation_ ? allocation_->bytes : 0;
+}
+
+namespace {
+
+std::unique_ptr<coll::CollContext> make_coll(const std::shared_ptr<transport::Context>& context,
+                                             MPI_Comm comm, std::vector<BufferSpec> buffers,
+                                             const char* name) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  return std::make_unique<coll::CollContext>(transport::create_team(
+      context, comm, std::move(buffers), name, coll::CollContext::signal_slots_for(size)));
+}
+
+size_t checked_bytes(size_t count, DType dtype, size_t blocks, const char* operation) {
+  const size_t es = dtype_size(dtype);
+  if (count > (SIZE_MAX / es) / std::max<size_t>(blocks, 1)) {
+    throw InvalidArgument(std::string(operation) + ": count " + std::to_string(count) +
+                          " overflows the size of a buffer");
+  }
+  return count * es * blocks;
+}
+
+}  // namespace
+
+class CommunicatorImpl {
+ public:
+  explicit CommunicatorImpl(MPI_Comm comm) : context_(transport::Context::acquire()) {
+    if (comm == MPI_COMM_NULL) throw InvalidArgument("Communicator::from_mpi: MPI_COMM_NULL");
+    int inter = 0;
+    MPI_Comm_test_inter(comm, &inter);
+    if (inter)
+      throw InvalidArgument("Communicator::from_mpi: inter-communicators are not supported");
+    MPI_Request request;
+    transport::check_mpi(MPI_Comm_idup(comm, &comm_, &request), "MPI_Comm_idup");
+    context_->mpi_wait(request, "Communicator::from_mpi (communicator duplication)");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    grow_staging(kMinStage);
+  }
+
+  ~CommunicatorImpl() {
+    try {
+      close();
+    } catch (const std::exception& e) {
+      log::warn("closing communicator: ", e.what());
+    }
+  }
+
+  void close() {
+    if (comm_ == MPI_COMM_NULL) return;
+    staging_->team().close();
+    staging_.reset();
+    MPI_Comm_free(&comm_);
+  }
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm comm() const { return live(), comm_; }
+
+  SymmetricBuffer alloc(size_t bytes) {
+    live();
+    auto allocation = std::make_shared<SymmetricAllocation>();
+    allocation->coll = make_coll(context_, comm_, {{"data", bytes, 4096}}, "symmetric");
+    allocation->offset = allocation->coll->team().offset("data");
+    allocation->bytes = bytes;
+    allocation->base = allocation->coll->local(allocation->offset);
+    if (timeout_.count() > 0) allocation->coll->team().set_timeout(timeout_);
+    allocations_.push_back(allocation);
+    return SymmetricBuffer(allocation);
+  }
+
+  // Runs `algorithm(coll, src_offset, dst_offset)` with send/recv in one window: in their
+  // symmetric allocation when both lie in the same one, else through the staging window.
+  template <typename Algorithm>
+  void run(const std::string& operation, const void* send, size_t send_bytes, void* recv,
+           size_t recv_bytes, bool copy_in, bool copy_out, Algorithm&& algorithm) {
+    live();
+    if (SymmetricAllocation* a = owner(send, send_bytes); a && a == owner(recv, recv_bytes)) {
+      a->coll->set_operation(operation);
+      algorithm(*a->coll, offset_in(*a, send), offset_in(*a, recv));
+      return;
+    }
+    coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
+    stage.set_operation(operation);
+    const size_t in = stage.team().offset("in");
+    const size_t out = stage.team().offset("out");
+    if (copy_in && send_bytes > 0) std::memcpy(stage.local(in), send, send_bytes);
+    algorithm(stage, in, out);
+    if (copy_out && recv_bytes > 0) std::memcpy(recv, stage.local(out), recv_bytes);
+  }
+
+  // Single-buffer collectives (broadcast): the buffer is both input and output.
+  template <typename Algorithm>
+  void run_single(const std::string& operation, void* buffer, size_t bytes, bool copy_in,
+                  bool copy_out, Algorithm&& algorithm) {
+    live();
+    if (SymmetricAllocation* a = owner(buffer, bytes)) {
+      a->coll->set_operation(operation);
+      algorithm(*a->coll, offset_in(*a, buffer));
+      return;
+    }
+    coll::CollContext& stage = staged(bytes);
+    stage.set_operation(operation);
+    const size_t at = stage.team().offset("in");
+    if (copy_in && bytes > 0) std::memcpy(stage.local(at), buffer, bytes);
+    algorithm(stage, at);
+    if (copy_out && bytes > 0) std::memcpy(buffer, stage.local(at), bytes);
+  }
+
+  void set_timeout(std::chrono::nanoseconds timeout) {
+    live();
+    timeout_ = timeout;
+    staging_->team().set_timeout(timeout);
+  }
+
+  void barrier() {
+    live();
+    staging_->team().barrier();
+  }
+
+  void check_root(int root, const char* operation) const {
+    if (root < 0 || root >= size_) {
+      throw InvalidArgument(std::string(operation) + ": root " + std::to_string(root) +
+                            " is not a member; valid roots are 0.." + std::to_string(size_ - 1));
+    }
+  }
+
+  std::shared_ptr<transport::Context> context() const { return context_; }
+
+ private:
+  static constexpr size_t kMinStage = size_t{1} << 20;
+
+  void live() const {
+    if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
+  }
+
+  // The staging window, grown (collectively, in step on every member since all pass the same
+  // sizes) to hold `bytes` in each of its "in" and "out" buffers.
+  coll::CollContext& staged(size_t bytes) {
+    if (bytes > stage_bytes_) {
+      size_t grown = stage_bytes_;
+      while (grown < bytes)
+        grown *= 2;
+      grow_staging(grown);
+    }
+    return *staging_;
+  }
+
+  void grow_staging(size_t bytes) {
+    if (staging_) staging_->team().close();
+    staging_.reset();
+    staging_ = make_coll(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}}, "staging");
+    if (timeout_.count() > 0) staging_->team().set_timeout(timeout_);
+    stage_bytes_ = bytes;
+  }
+
+  SymmetricAllocation* owner(const void* p, size_t bytes) {
+    const auto* address = static_cast<const std::byte*>(p);
+    for (auto it = allocations_.begin(); it != allocations_.end();) {
+      auto allocation = it->lock();
+      if (!allocation) {
+        it = allocations_.erase(it);
+        continue;
+      }
+      if (address >= allocation->base && address + bytes <= allocation->base + allocation->bytes) {
+        return allocation.get();
+      }
+      ++it;
+    }
+    return nullptr;
+  }
+
+  static size_t offset_in(const SymmetricAllocation& a, const void* p) {
+    return a.offset + static_cast<size_t>(static_cast<const std::byte*>(p) - a.base);
+  }
+
+  std::shared_ptr<transport::Context> context_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  std::unique_ptr<coll::CollContext> staging_;
+  size_t stage_bytes_ = 0;
+  std::chrono::nanoseconds timeout_{0};  // 0: the transport's default
+  std::vector<std::weak_ptr<SymmetricAllocation>> allocations_;
+};
+
+Communicator Communicator::from_mpi(MPI_Comm comm) {
+  return Communicator(std::make_shared<CommunicatorImpl>(comm));
+}
+
+int Communicator::rank() const {
+  return impl_->rank();
+}
+int Communicator::size() const {
+  return impl_->size();
+}
+MPI_Comm Communicator::mpi_comm() const {
+  return impl_->comm();
+}
+SymmetricBuffer Communicator::alloc(size_t bytes) const {
+  return impl_->alloc(bytes);
+}
+void Communicator::barrier() const {
+  impl_->barrier();
+}
+void Communicator::set_timeout(std::chrono::nanoseconds timeout) {
+  if (timeout.count() <= 0) throw InvalidArgument("Communicator::set_timeout: must be positive");
+  impl_->set_timeout(timeout);
+}
+void Communicator::close() {
+  if (impl_) impl_->close();
+}
+
+Communicator Communicator::split(int color, int key) const {
+  MPI_Comm sub = MPI_COMM_NULL;
+  transport::check_mpi(MPI_Comm_split(impl_->comm(), color, key, &sub), "MPI_Comm_split");
+  if (sub == MPI_COMM_NULL) {
+    throw InvalidArgument("Communicator::split: color MPI_UNDEFINED leaves this rank out");
+  }
+  Communicator result = from_mpi(sub);
+  MPI_Comm_free(&sub);
+  return result;
+}
+
+void Communicator::allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                             std::string_view algorithm) const {
+  const coll::Reducer& reducer = coll::reducer(dtype, op);
+  const size_t bytes = checked_bytes(count, dtype, 1, "allreduce");
+  const coll::AllreduceAlgorithm& chosen = coll::select_allreduce(algorithm, bytes, size());
+  impl_->run("allreduce(" + std::string(chosen.name) + ")", send, bytes, recv, bytes, true, true,
+             [&](coll::CollContext& c, size_t src, size_t dst) {
+               chosen.run(c, {src, dst, count, &reducer});
+             });
+}
+
+void Communicator::allgather(const void* send, void* recv, size_t count, DType dtype) const {
+  const size_t block = checked_bytes(count, dtype, 1, "allgather");
+  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "allgather");
+  impl_->run("allgather", send, block, recv, total, true, true,
+             [&](coll::CollContext& c, size_t src, size_t dst) {
+               coll::allgather_mesh(c, src, dst, count, dtype_size(dtype));
+             });
+}
+
+void Communicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype,
+                                  ReduceOp op) const {
+  const coll::Reducer& reducer = coll::reducer(dtype, op);
+  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "reduce_scatter");
+  impl_->run("reduce_scatter", send, total, recv, count * dtype_size(dtype), true, true,
+             [&](coll::CollContext& c, size_t src, size_t dst) {
+               coll::reduce_scatter_mesh(c, src, dst, count, reducer);
+             });
+}
+
+void Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) const {
+  impl_->check_root(root, "broadcast");
+  const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
+  const bool is_root = rank() == root;
+  impl_->run_single(
+      "broadcast", buffer, bytes, is_root, !is_root,
+      [&](coll::CollContext& c, size_t at) { coll::broadcast_direct(c, at, bytes, root); });
+}
+
+void Communicator::all_to_all(const void* send, void* recv, size_t count, DType dtype) const {
+  const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
+  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "all_to_all");
+  impl_->run("all_to_all", send, total, recv, total, true, true,
+             [&](coll::CollContext& c, size_t src, size_t dst) {
+               coll::all_to_all_mesh(c, src, dst, block);
+             });
+}
+
+}  // namespace rankflow

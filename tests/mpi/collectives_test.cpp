@@ -1,0 +1,213 @@
+// allgather, reduce_scatter, broadcast (every root), all_to_all and barrier against Open MPI on
+// the same inputs, on user and symmetric buffers, in and out of place; split communicators;
+// and a collective whose peer never arrives.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "mpi_test_main.h"
+#include "rankflow/communicator.h"
+#include "rankflow/error.h"
+
+namespace rankflow::test {
+namespace {
+
+void mpi_run(MPI_Request request) {
+  context().mpi_wait(request, "reference MPI collective");
+}
+
+std::vector<int32_t> inputs(int rank, size_t count, int salt) {
+  std::vector<int32_t> v(count);
+  for (size_t i = 0; i < count; ++i)
+    v[i] = static_cast<int32_t>(i * 31 + rank * 1009 + salt);
+  return v;
+}
+
+std::vector<size_t> counts(int p) {
+  return {0, 1, static_cast<size_t>(p - 1), static_cast<size_t>(p), 1000003};
+}
+
+class Collectives : public ::testing::TestWithParam<bool> {  // symmetric buffers?
+ protected:
+  void SetUp() override { comm_ = Communicator::from_mpi(MPI_COMM_WORLD); }
+  void TearDown() override {
+    arena_ = SymmetricBuffer();
+    comm_.close();
+  }
+  // Two buffers of `bytes` each: user memory, or one symmetric allocation.
+  std::pair<int32_t*, int32_t*> buffers(size_t bytes) {
+    if (!GetParam()) {
+      user_a_.assign(bytes / 4 + 1, 0);
+      user_b_.assign(bytes / 4 + 1, 0);
+      return {user_a_.data(), user_b_.data()};
+    }
+    if (arena_.bytes() < 2 * bytes) arena_ = comm_.alloc(2 * bytes + 64);
+    auto* base = static_cast<int32_t*>(arena_.data());
+    return {base, base + bytes / 4 + 8};
+  }
+  Communicator comm_ = Communicator::from_mpi(MPI_COMM_SELF);
+  SymmetricBuffer arena_;
+  std::vector<int32_t> user_a_, user_b_;
+};
+
+TEST_P(Collectives, AllgatherMatchesMpi) {
+  const int p = comm_.size(), me = comm_.rank();
+  for (size_t count : counts(p)) {
+    for (bool in_place : {false, true}) {
+      auto [a, b] = buffers(count * p * 4);
+      const auto mine = inputs(me, count, 1);
+      std::vector<int32_t> expected(count * p);
+      mpi_run([&] {
+        MPI_Request r;
+        MPI_Iallgather(mine.data(), static_cast<int>(count), MPI_INT32_T, expected.data(),
+                       static_cast<int>(count), MPI_INT32_T, comm_.mpi_comm(), &r);
+        return r;
+      }());
+      int32_t* send = in_place ? b + count * me : a;
+      std::copy(mine.begin(), mine.end(), send);
+      comm_.allgather(send, b, count, DType::kI32);
+      ASSERT_TRUE(std::equal(expected.begin(), expected.end(), b))
+          << "count " << count << (in_place ? " in place" : "");
+    }
+  }
+}
+
+TEST_P(Collectives, ReduceScatterMatchesMpi) {
+  const int p = comm_.size(), me = comm_.rank();
+  for (size_t count : counts(p)) {
+    auto [a, b] = buffers(count * p * 4);
+    const auto mine = inputs(me, count * p, 2);
+    std::copy(mine.begin(), mine.end(), a);
+    std::vector<int32_t> expected(count);
+    mpi_run([&] {
+      MPI_Request r;
+      MPI_Ireduce_scatter_block(mine.data(), expected.data(), static_cast<int>(count), MPI_INT32_T,
+                                MPI_SUM, comm_.mpi_comm(), &r);
+      return r;
+    }());
+    comm_.reduce_scatter(a, b, count, DType::kI32, ReduceOp::kSum);
+    ASSERT_TRUE(std::equal(expected.begin(), expected.end(), b)) << "count " << count;
+    comm_.reduce_scatter(a, a, count, DType::kI32, ReduceOp::kSum);  // in place: result first
+    ASSERT_TRUE(std::equal(expected.begin(), expected.end(), a)) << "in place, count " << count;
+  }
+}
+
+TEST_P(Collectives, BroadcastFromEveryRootMatchesMpi) {
+  const int p = comm_.size(), me = comm_.rank();
+  for (size_t count : counts(p)) {
+    for (int root = 0; root < p; ++root) {
+      auto [a, b] = buffers(count * 4);
+      (void)b;
+      auto expected = inputs(me, count, 3 + root);
+      mpi_run([&] {
+        MPI_Request r;
+        MPI_Ibcast(expected.data(), static_cast<int>(count), MPI_INT32_T, root, comm_.mpi_comm(),
+                   &r);
+        return r;
+      }());
+      const auto mine = inputs(me, count, 3 + root);
+      std::copy(mine.begin(), mine.end(), a);
+      comm_.broadcast(a, count, DType::kI32, root);
+      ASSERT_TRUE(std::equal(expected.begin(), expected.end(), a))
+          << "count " << count << " root " << root;
+    }
+  }
+  EXPECT_THROW(comm_.broadcast(nullptr, 0, DType::kI32, p), InvalidArgument);
+}
+
+TEST_P(Collectives, AllToAllMatchesMpi) {
+  const int p = comm_.size(), me = comm_.rank();
+  for (size_t count : counts(p)) {
+    for (bool in_place : {false, true}) {
+      auto [a, b] = buffers(count * p * 4);
+      const auto mine = inputs(me, count * p, 4);
+      std::vector<int32_t> expected(count * p);
+      mpi_run([&] {
+        MPI_Request r;
+        MPI_Ialltoall(mine.data(), static_cast<int>(count), MPI_INT32_T, expected.data(),
+                      static_cast<int>(count), MPI_INT32_T, comm_.mpi_comm(), &r);
+        return r;
+      }());
+      std::copy(mine.begin(), mine.end(), a);
+      int32_t* out = in_place ? a : b;
+      comm_.all_to_all(a, out, count, DType::kI32);
+      ASSERT_TRUE(std::equal(expected.begin(), expected.end(), out))
+          << "count " << count << (in_place ? " in place" : "");
+    }
+  }
+}
+
+TEST_P(Collectives, BarrierSynchronises) {
+  auto [a, b] = buffers(64);
+  (void)b;
+  for (int i = 1; i <= 200; ++i) {
+    comm_.barrier();
+    comm_.allreduce(&i, a, 1, DType::kI32, ReduceOp::kMin);
+    ASSERT_EQ(a[0], i);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Buffers, Collectives, ::testing::Values(false, true),
+                         [](const auto& param_info) {
+                           return param_info.param ? "Symmetric" : "User";
+                         });
+
+TEST(CommunicatorTest, SplitGivesIndependentCommunicators) {
+  Communicator world = Communicator::from_mpi(MPI_COMM_WORLD);
+  const int me = world.rank();
+  Communicator half = world.split(me % 2, me);
+  EXPECT_EQ(half.size(), (world.size() + 1 - me % 2) / 2);
+  EXPECT_EQ(half.rank(), me / 2);
+  int64_t value = me, sum = 0;
+  half.allreduce(&value, &sum, 1, DType::kI64, ReduceOp::kSum);
+  int64_t expected = 0;
+  for (int r = me % 2; r < world.size(); r += 2)
+    expected += r;
+  EXPECT_EQ(sum, expected);
+  world.allreduce(&value, &sum, 1, DType::kI64, ReduceOp::kSum);
+  EXPECT_EQ(sum, static_cast<int64_t>(world.size()) * (world.size() - 1) / 2);
+  half.close();
+  world.close();
+}
+
+TEST(CommunicatorTest, BadArgumentsAreErrors) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  float x = 0;
+  EXPECT_THROW(comm.allreduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, "tree"), InvalidArgument);
+  try {
+    comm.allreduce(&x, &x, 1, DType::kF32, ReduceOp::kSum, "tree");
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr("onephase, twophase, ring, bidirectional_ring, ibing"));
+  }
+  EXPECT_THROW(comm.allreduce(&x, &x, 1, static_cast<DType>(42), ReduceOp::kSum), InvalidArgument);
+  EXPECT_THROW(comm.allreduce(&x, &x, SIZE_MAX / 2, DType::kF32, ReduceOp::kSum), InvalidArgument);
+  EXPECT_THROW(Communicator::from_mpi(MPI_COMM_NULL), InvalidArgument);
+  comm.close();
+  EXPECT_THROW(comm.allreduce(&x, &x, 1, DType::kF32, ReduceOp::kSum), InvalidState);
+}
+
+TEST(CommunicatorTest, MissingPeerEndsInTimeoutNamingCollectiveRankAndPeer) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  comm.set_timeout(std::chrono::milliseconds(300));
+  if (comm.rank() == 0) {
+    float x = 1, y = 0;
+    try {
+      comm.allreduce(&x, &y, 1, DType::kF32, ReduceOp::kSum, "onephase");
+      ADD_FAILURE() << "allreduce returned without its peers";
+    } catch (const Timeout& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("allreduce(onephase)"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("rank 0"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("peer"));
+    }
+  }
+  // The other members never called it; everyone discards the communicator.
+  comm.close();
+}
+
+}  // namespace
+}  // namespace rankflow::test
