@@ -1,0 +1,120 @@
+// Command-line options of rankflow-bench.
+#pragma once
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "rankflow/error.h"
+
+namespace rankflow::bench {
+
+struct Options {
+  std::vector<std::string> collectives{"allreduce"};
+  std::vector<std::string> algorithms{"auto"};
+  size_t min_bytes = 4;
+  size_t max_bytes = size_t{64} << 20;
+  bool symmetric = true;
+  int batches = 9;
+  size_t batch_bytes = size_t{64} << 20;  // bytes moved per batch, which sets iterations
+  size_t max_iters = 2000;
+  std::string json;
+  std::string table;
+};
+
+inline std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    out.push_back(text.substr(start, comma - start));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+inline size_t parse_bytes(const std::string& text) {
+  char* end = nullptr;
+  const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
+  const std::string suffix = end ? end : "";
+  size_t scale = 1;
+  if (suffix == "K" || suffix == "k")
+    scale = 1024;
+  else if (suffix == "M" || suffix == "m")
+    scale = size_t{1} << 20;
+  else if (suffix == "G" || suffix == "g")
+    scale = size_t{1} << 30;
+  else if (!suffix.empty() || end == text.c_str()) {
+    throw InvalidArgument("'" + text + "' is not a size (bytes with optional K, M, G)");
+  }
+  return static_cast<size_t>(value) * scale;
+}
+
+inline const char* kUsage =
+    "usage: rankflow-bench [--coll "
+    "allreduce,allgather,reduce_scatter,broadcast,all_to_all,barrier|all]\n"
+    "                      [--algo auto|onephase,twophase,ring,bidirectional_ring,ibing|all]\n"
+    "                      [--min-bytes 4] [--max-bytes 64M] [--buffers symmetric|user]\n"
+    "                      [--batches 9] [--quick] [--json PATH] [--table PATH]\n";
+
+inline Options parse_options(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw InvalidArgument(arg + " needs a value\n" + kUsage);
+      return argv[++i];
+    };
+    if (arg == "--coll") {
+      const std::string v = value();
+      o.collectives = v == "all"
+                          ? std::vector<std::string>{"allreduce", "allgather",  "reduce_scatter",
+                                                     "broadcast", "all_to_all", "barrier"}
+                          : split_list(v);
+      for (const auto& c : o.collectives) {
+        if (c != "allreduce" && c != "allgather" && c != "reduce_scatter" && c != "broadcast" &&
+            c != "all_to_all" && c != "barrier") {
+          throw InvalidArgument("unknown collective '" + c + "'\n" + kUsage);
+        }
+      }
+    } else if (arg == "--algo") {
+      o.algorithms.clear();
+      for (const std::string& name : split_list(value())) {
+        if (name == "all") {
+          for (const char* a : {"onephase", "twophase", "ring", "bidirectional_ring", "ibing"}) {
+            o.algorithms.push_back(a);
+          }
+        } else {
+          o.algorithms.push_back(name);
+        }
+      }
+    } else if (arg == "--min-bytes") {
+      o.min_bytes = parse_bytes(value());
+    } else if (arg == "--max-bytes") {
+      o.max_bytes = parse_bytes(value());
+    } else if (arg == "--buffers") {
+      const std::string v = value();
+      if (v != "symmetric" && v != "user") throw InvalidArgument("--buffers is symmetric or user");
+      o.symmetric = v == "symmetric";
+    } else if (arg == "--batches") {
+      o.batches = std::max(1, std::atoi(value().c_str()));
+    } else if (arg == "--quick") {
+      o.batches = 3;
+      o.batch_bytes = size_t{4} << 20;
+      o.max_iters = 100;
+    } else if (arg == "--json") {
+      o.json = value();
+    } else if (arg == "--table") {
+      o.table = value();
+    } else {
+      throw InvalidArgument("unknown option '" + arg + "'\n" + kUsage);
+    }
+  }
+  if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) {
+    throw InvalidArgument("--min-bytes must be positive and at most --max-bytes");
+  }
+  return o;
+}
+
+}  // namespace rankflow::bench

@@ -1,0 +1,334 @@
+// rankflow-bench: collectives in library mode beside Open MPI's, in the same run.
+//
+//   mpirun -n 2 --bind-to core build/bench/rankflow-bench [options]
+//
+// For each collective, algorithm and size it prints nccl-tests columns (out-of-place, then in
+// place), the same collective through MPI_* measured in interleaved batches, and the ratio of
+// bus bandwidths, plus the single-core memcpy ceiling at that size. Times are microseconds per
+// call, the max over ranks of each batch, the median over batches after a warm-up. Every size
+// is checked against MPI's result on the same inputs (#wrong must be 0).
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "bench/coll/bench_options.h"
+#include "rankflow/communicator.h"
+#include "rankflow/error.h"
+
+namespace rankflow::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Row {
+  std::string coll, algo, buffers;
+  size_t bytes = 0, count = 0;
+  int root = -1;
+  double oop_us = 0, ip_us = 0, mpi_us = 0, memcpy_gbs = 0;
+  long wrong_oop = 0, wrong_ip = 0;
+  double busbw_factor = 1;
+  double algbw(double us) const { return us > 0 ? bytes / us / 1e3 : 0; }
+  double busbw(double us) const { return algbw(us) * busbw_factor; }
+};
+
+double max_over_ranks(double value) {
+  double result = 0;
+  MPI_Allreduce(&value, &result, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return result;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0
+                   : (v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2);
+}
+
+// Times `fn` in `batches` batches of `iters` calls; returns the median of per-batch maxima (us).
+double time_batches(const std::function<void()>& fn, const std::function<void()>& sync, int iters,
+                    int batches, std::vector<double>* out) {
+  for (int i = 0; i < std::max(1, iters / 4); ++i)
+    fn();  // warm-up
+  std::vector<double> per_batch;
+  for (int b = 0; b < batches; ++b) {
+    sync();
+    const auto start = Clock::now();
+    for (int i = 0; i < iters; ++i)
+      fn();
+    const double us =
+        std::chrono::duration<double, std::micro>(Clock::now() - start).count() / iters;
+    per_batch.push_back(max_over_ranks(us));
+  }
+  if (out) *out = per_batch;
+  return median(per_batch);
+}
+
+class Driver {
+ public:
+  Driver(const Options& options, Communicator& comm) : o_(options), comm_(comm) {
+    const size_t per_buffer = o_.max_bytes * 2 + 4096;
+    if (o_.symmetric) {
+      arena_ = comm_.alloc(2 * per_buffer);
+      send_ = static_cast<std::byte*>(arena_.data());
+      recv_ = send_ + per_buffer;
+    } else {
+      user_.resize(2 * per_buffer);
+      send_ = user_.data();
+      recv_ = send_ + per_buffer;
+    }
+    mpi_send_.resize(per_buffer);
+    mpi_recv_.resize(per_buffer);
+    copy_a_.resize(o_.max_bytes);
+    copy_b_.resize(o_.max_bytes);
+  }
+
+  void run() {
+    print_header();
+    for (const std::string& coll : o_.collectives) {
+      for (const std::string& algo : algorithms_for(coll)) {
+        if (coll == "barrier") {
+          measure(coll, algo, 0);
+          continue;
+        }
+        for (size_t bytes = o_.min_bytes; bytes <= o_.max_bytes; bytes *= 2)
+          measure(coll, algo, bytes);
+      }
+    }
+    if (!o_.json.empty() && comm_.rank() == 0) write_json();
+    if (!o_.table.empty() && comm_.rank() == 0) write_table();
+  }
+
+ private:
+  std::vector<std::string> algorithms_for(const std::string& coll) const {
+    if (coll != "allreduce") return {"direct"};
+    return o_.algorithms;
+  }
+
+  double busbw_factor(const std::string& coll) const {
+    const double n = comm_.size();
+    if (coll == "allreduce") return 2 * (n - 1) / n;
+    if (coll == "broadcast" || coll == "barrier") return 1;
+    return (n - 1) / n;
+  }
+
+  // Elements per call argument: allreduce/broadcast S, allgather/all_to_all per-rank block,
+  // reduce_scatter this rank's block.
+  size_t count_for(const std::string& coll, size_t bytes) const {
+    const size_t elems = bytes / 4;
+    if (coll == "allreduce" || coll == "broadcast") return elems;
+    return elems / static_cast<size_t>(comm_.size());
+  }
+
+  void fill(std::byte* data, size_t bytes) const {
+    auto* f = reinterpret_cast<float*>(data);
+    for (size_t i = 0; i < bytes / 4; ++i)
+      f[i] = static_cast<float>(i % 7 + comm_.rank());
+  }
+
+  std::function<void()> rankflow_call(const std::string& coll, const std::string& algo,
+                                      size_t count, bool in_place) {
+    std::byte* send = send_;
+    std::byte* recv = in_place ? send_ : recv_;
+    const size_t block = count * 4;
+    if (coll == "allreduce") {
+      return [=, this] { comm_.allreduce(send, recv, count, DType::kF32, ReduceOp::kSum, algo); };
+    }
+    if (coll == "allgather") {
+      std::byte* src = in_place ? recv_ + block * comm_.rank() : send;
+      return [=, this] { comm_.allgather(src, recv_, count, DType::kF32); };
+    }
+    if (coll == "reduce_scatter") {
+      return [=, this] { comm_.reduce_scatter(send, recv, count, DType::kF32, ReduceOp::kSum); };
+    }
+    if (coll == "broadcast") return [=, this] { comm_.broadcast(send, count, DType::kF32, 0); };
+    if (coll == "all_to_all")
+      return [=, this] { comm_.all_to_all(send, recv, count, DType::kF32); };
+    return [this] { comm_.barrier(); };
+  }
+
+  std::function<void()> mpi_call(const std::string& coll, size_t count) {
+    const int n = static_cast<int>(count);
+    void* s = mpi_send_.data();
+    void* r = mpi_recv_.data();
+    MPI_Comm c = comm_.mpi_comm();
+    if (coll == "allreduce") return [=] { MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, c); };
+    if (coll == "allgather") return [=] { MPI_Allgather(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c); };
+    if (coll == "reduce_scatter") {
+      return [=] { MPI_Reduce_scatter_block(s, r, n, MPI_FLOAT, MPI_SUM, c); };
+    }
+    if (coll == "broadcast") return [=] { MPI_Bcast(s, n, MPI_FLOAT, 0, c); };
+    if (coll == "all_to_all") return [=] { MPI_Alltoall(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c); };
+    return [=] { MPI_Barrier(c); };
+  }
+
+  size_t result_bytes(const std::string& coll, size_t count) const {
+    if (coll == "allgather" || coll == "all_to_all") return count * 4 * comm_.size();
+    if (coll == "barrier") return 0;
+    return count * 4;
+  }
+
+  // Runs both once on the same inputs; returns how many float elements differ.
+  long check(const std::string& coll, const std::string& algo, size_t count, bool in_place) {
+    const size_t in_bytes = coll == "allreduce" || coll == "broadcast" ? count * 4
+                            : coll == "allgather"                      ? count * 4
+                                                                       : count * 4 * comm_.size();
+    fill(send_, in_bytes);
+    fill(mpi_send_.data(), in_bytes);
+    if (coll == "allgather" && in_place) fill(recv_ + count * 4 * comm_.rank(), count * 4);
+    rankflow_call(coll, algo, count, in_place)();
+    mpi_call(coll, count)();
+    const std::byte* got = (in_place && coll != "allgather") ? send_ : recv_;
+    if (coll == "broadcast") got = send_;
+    const std::byte* want = coll == "broadcast" ? mpi_send_.data() : mpi_recv_.data();
+    long wrong = 0;
+    const auto* g = reinterpret_cast<const float*>(got);
+    const auto* w = reinterpret_cast<const float*>(want);
+    for (size_t i = 0; i < result_bytes(coll, count) / 4; ++i)
+      wrong += g[i] != w[i];
+    long total = 0;
+    MPI_Allreduce(&wrong, &total, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+    return total;
+  }
+
+  double memcpy_gbs(size_t bytes) {
+    std::vector<double> samples;
+    const int iters = static_cast<int>(std::clamp<size_t>((size_t{64} << 20) / bytes, 1, 2000));
+    for (int b = 0; b < o_.batches; ++b) {
+      const auto start = Clock::now();
+      for (int i = 0; i < iters; ++i) {
+        std::memcpy(copy_b_.data(), copy_a_.data(), bytes);
+        asm volatile("" ::: "memory");
+      }
+      samples.push_back(std::chrono::duration<double>(Clock::now() - start).count() / iters);
+    }
+    return bytes / median(samples) / 1e9;
+  }
+
+  void measure(const std::string& coll, const std::string& algo, size_t bytes) {
+    Row row{coll, algo, o_.symmetric ? "symmetric" : "user"};
+    row.count = count_for(coll, bytes);
+    if (coll != "barrier" && row.count == 0) return;
+    row.bytes = coll == "barrier" ? 0 : bytes;
+    row.root = coll == "broadcast" ? 0 : -1;
+    row.busbw_factor = busbw_factor(coll);
+    const int iters = static_cast<int>(
+        std::clamp<size_t>(o_.batch_bytes / std::max<size_t>(bytes, 1), 4, o_.max_iters));
+    auto sync = [this] { comm_.barrier(); };
+    auto mpi_sync = [this] { MPI_Barrier(comm_.mpi_comm()); };
+    auto oop = rankflow_call(coll, algo, row.count, false);
+    auto ip = rankflow_call(coll, algo, row.count, true);
+    auto mpi = mpi_call(coll, row.count);
+    // Interleave batches so that drift of the shared machine hits both sides alike.
+    std::vector<double> oop_b, ip_b, mpi_b;
+    for (int b = 0; b < o_.batches; ++b) {
+      std::vector<double> s;
+      time_batches(oop, sync, iters, 1, &s);
+      oop_b.push_back(s[0]);
+      time_batches(mpi, mpi_sync, iters, 1, &s);
+      mpi_b.push_back(s[0]);
+      time_batches(ip, sync, iters, 1, &s);
+      ip_b.push_back(s[0]);
+    }
+    row.oop_us = median(oop_b);
+    row.ip_us = median(ip_b);
+    row.mpi_us = median(mpi_b);
+    row.wrong_oop = coll == "barrier" ? 0 : check(coll, algo, row.count, false);
+    row.wrong_ip = coll == "barrier" ? 0 : check(coll, algo, row.count, true);
+    row.memcpy_gbs = coll == "barrier" ? 0 : memcpy_gbs(bytes);
+    if (coll == "barrier") row.busbw_factor = 0;
+    rows_.push_back(row);
+    if (comm_.rank() == 0) print(row);
+  }
+
+  void print_header() const {
+    if (comm_.rank() != 0) return;
+    std::printf("# rankflow-bench: %d ranks, %s buffers, f32 sum, median of %d batches\n",
+                comm_.size(), o_.symmetric ? "symmetric (comm.alloc)" : "plain user", o_.batches);
+    std::printf(
+        "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s\n",
+        "collective", "algorithm", "size", "count", "type", "redop", "time", "algbw", "busbw",
+        "#wrong", "time", "algbw", "busbw", "#wrong", "MPI time", "busbw", "ratio", "memcpy");
+    std::printf(
+        "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s\n",
+        "", "", "(B)", "(elems)", "", "", "(us)", "(GB/s)", "(GB/s)", "oop", "(us)", "(GB/s)",
+        "(GB/s)", "ip", "(us)", "(GB/s)", "", "(GB/s)");
+  }
+
+  void print(const Row& r) const {
+    std::printf(
+        "%-15s %-18s %10zu %10zu %5s %5s | %9.2f %8.2f %8.2f %6ld | %9.2f %8.2f %8.2f %6ld | %9.2f "
+        "%8.2f | %6.2f %7.1f\n",
+        r.coll.c_str(), r.algo.c_str(), r.bytes, r.count, "float", "sum", r.oop_us,
+        r.algbw(r.oop_us), r.busbw(r.oop_us), r.wrong_oop, r.ip_us, r.algbw(r.ip_us),
+        r.busbw(r.ip_us), r.wrong_ip, r.mpi_us, r.busbw(r.mpi_us),
+        r.oop_us > 0 ? r.mpi_us / r.oop_us : 0, r.memcpy_gbs);
+    std::fflush(stdout);
+  }
+
+  void write_json() const {
+    std::ofstream out(o_.json);
+    out << "{\"ranks\": " << comm_.size() << ", \"buffers\": \""
+        << (o_.symmetric ? "symmetric" : "user") << "\", \"rows\": [\n";
+    for (size_t i = 0; i < rows_.size(); ++i) {
+      const Row& r = rows_[i];
+      out << "  {\"collective\": \"" << r.coll << "\", \"algorithm\": \"" << r.algo
+          << "\", \"bytes\": " << r.bytes << ", \"count\": " << r.count << ", \"type\": \"float\""
+          << ", \"redop\": \"sum\", \"root\": " << r.root << ", \"oop_us\": " << r.oop_us
+          << ", \"oop_busbw\": " << r.busbw(r.oop_us) << ", \"oop_wrong\": " << r.wrong_oop
+          << ", \"ip_us\": " << r.ip_us << ", \"ip_busbw\": " << r.busbw(r.ip_us)
+          << ", \"ip_wrong\": " << r.wrong_ip << ", \"mpi_us\": " << r.mpi_us
+          << ", \"mpi_busbw\": " << r.busbw(r.mpi_us) << ", \"memcpy_gbs\": " << r.memcpy_gbs << "}"
+          << (i + 1 < rows_.size() ? "," : "") << "\n";
+    }
+    out << "]}\n";
+  }
+
+  // Whitespace-separated table for gnuplot and awk: one line per row.
+  void write_table() const {
+    std::ofstream out(o_.table);
+    out << "# collective algorithm bytes oop_us oop_busbw ip_us ip_busbw mpi_us mpi_busbw "
+           "memcpy_gbs wrong\n";
+    for (const Row& r : rows_) {
+      out << r.coll << " " << r.algo << " " << r.bytes << " " << r.oop_us << " "
+          << r.busbw(r.oop_us) << " " << r.ip_us << " " << r.busbw(r.ip_us) << " " << r.mpi_us
+          << " " << r.busbw(r.mpi_us) << " " << r.memcpy_gbs << " " << (r.wrong_oop + r.wrong_ip)
+          << "\n";
+    }
+  }
+
+  const Options& o_;
+  Communicator& comm_;
+  SymmetricBuffer arena_;
+  std::vector<std::byte> user_, mpi_send_, mpi_recv_, copy_a_, copy_b_;
+  std::byte* send_ = nullptr;
+  std::byte* recv_ = nullptr;
+  std::vector<Row> rows_;
+};
+
+}  // namespace
+}  // namespace rankflow::bench
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int status = 0;
+  try {
+    const rankflow::bench::Options options = rankflow::bench::parse_options(argc, argv);
+    rankflow::Communicator comm = rankflow::Communicator::from_mpi(MPI_COMM_WORLD);
+    {
+      rankflow::bench::Driver driver(options, comm);
+      driver.run();
+    }
+    comm.close();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "rankflow-bench: %s\n", e.what());
+    status = 1;
+  }
+  MPI_Finalize();
+  return status;
+}

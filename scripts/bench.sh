@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# The standard collective sweep: 2 ranks bound to 2 cores, every collective (allreduce with
+# every algorithm and auto), 4 B to 64 MiB, f32 sum, symmetric and plain user buffers, each
+# beside Open MPI in the same run. Writes results/<date>-<host>.json (+ .txt tables), a PNG plot
+# of busbw against size, and prints a summary of the ratios.
+# Options are passed to rankflow-bench (for example --quick, --max-bytes 1M).
+set -euo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+results="$RANKFLOW_ROOT/results"
+mkdir -p "$results"
+stem="$results/$(date +%Y%m%d-%H%M%S)-$(hostname)"
+echo "# load before the run: $(cat /proc/loadavg)"
+for buffers in symmetric user; do
+  mpirun -n 2 --bind-to core "$RANKFLOW_BUILD/bench/rankflow-bench" --coll all --algo all,auto \
+    --buffers "$buffers" --json "$stem-$buffers.json" --table "$stem-$buffers.txt" "$@"
+done
+
+# JSON: both runs in one file.
+{ echo "{\"symmetric\": "; cat "$stem-symmetric.json"; echo ", \"user\": "; cat "$stem-user.json"; echo "}"; } > "$stem.json"
+
+plot() {  # plot <table> <png> <title>
+  local table=$1 png=$2 title=$3 series=""
+  for algo in onephase twophase ring bidirectional_ring ibing; do
+    series+="'< grep \"^allreduce $algo \" $table' using 3:5 with linespoints title 'rankflow $algo', "
+  done
+  series+="'< grep \"^allreduce auto \" $table' using 3:9 with linespoints lw 2 title 'Open MPI MPI\\_Allreduce', "
+  series+="'< grep \"^allreduce auto \" $table' using 3:10 with lines dt 2 title 'memcpy, one core'"
+  gnuplot <<GNUPLOT
+set terminal pngcairo size 1100,650 noenhanced
+set output '$png'
+set title '$title'
+set logscale x 2
+set logscale y 10
+set format x '%.0b%B'
+set xlabel 'message size (bytes)'
+set ylabel 'busbw (GB/s)'
+set key left top
+set grid
+plot $series
+GNUPLOT
+}
+plot "$stem-symmetric.txt" "$stem-allreduce-symmetric.png" "allreduce busbw, 2 ranks, symmetric buffers"
+plot "$stem-user.txt" "$stem-allreduce-user.png" "allreduce busbw, 2 ranks, plain user buffers"
+
+summary() {  # summary <table> <label>
+  echo
+  echo "## $2: rankflow out-of-place vs Open MPI (time ratio below 4 KiB, busbw ratio above)"
+  awk '!/^#/ {
+         key = $1 " " $2
+         ratio = ($3 < 4096) ? (($4 > 0) ? $4 / $8 : 0) : (($9 > 0) ? $5 / $9 : 0)
+         kind = ($3 < 4096) ? "time x" : "busbw x"
+         printf "%-15s %-18s %10d  %-8s %6.2f%s\n", $1, $2, $3, kind, ratio, ($11 > 0 ? "  WRONG" : "")
+       }' "$1" | awk '$3 == 4 || $3 == 1024 || $3 == 65536 || $3 == 1048576 || $3 == 4194304 || $3 == 16777216 || $3 == 67108864 || $1 == "barrier"'
+}
+summary "$stem-symmetric.txt" "symmetric buffers"
+summary "$stem-user.txt" "plain user buffers"
+echo
+echo "results: $stem.json, plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png"
