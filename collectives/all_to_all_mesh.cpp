@@ -6,17 +6,18 @@
 
 namespace rankflow::coll {
 
-void all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes) {
+CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes) {
   const int n = c.size();
   const size_t me = static_cast<size_t>(c.rank());
-  if (block_bytes == 0) return;
+  if (block_bytes == 0) co_return;
   const bool in_place = src == dst;
   if (n == 1) {
     if (!in_place) std::memmove(c.local(dst), c.local(src), block_bytes);
-    return;
+    co_return;
   }
   c.notify_all(Purpose::kReady);
-  c.await_all(Purpose::kReady);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kReady);
   std::byte* staging = in_place ? c.scratch(block_bytes * n) : nullptr;
   for (int p = 0; p < n; ++p) {
     std::byte* out = in_place ? staging + p * block_bytes : c.local(dst + p * block_bytes);
@@ -24,7 +25,8 @@ void all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes)
   }
   c.complete_fetches();
   c.notify_all(Purpose::kDone);
-  c.await_all(Purpose::kDone);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kDone);
   if (in_place) std::memcpy(c.local(dst), staging, block_bytes * n);
 }
 

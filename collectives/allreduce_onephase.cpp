@@ -13,15 +13,16 @@ namespace {
 constexpr size_t kBlockBytes = 64 * 1024;
 }
 
-void allreduce_onephase(CollContext& c, const AllreduceArgs& a) {
+CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   const size_t bytes = a.count * r.elem_size;
   if (c.size() == 1 || a.count == 0) {
     if (a.src != a.dst) std::memmove(c.local(a.dst), c.local(a.src), bytes);
-    return;
+    co_return;
   }
   c.notify_all(Purpose::kReady);
-  c.await_all(Purpose::kReady);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kReady);
   // Peers read our input until they say done, so in place (or with an f32 accumulator) the
   // result is built in scratch and written out at the end.
   const bool direct_into_dst = a.src != a.dst && r.acc_size == r.elem_size;
@@ -41,7 +42,8 @@ void allreduce_onephase(CollContext& c, const AllreduceArgs& a) {
     }
   }
   c.notify_all(Purpose::kDone);
-  c.await_all(Purpose::kDone);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kDone);
   if (!direct_into_dst) r.store(c.local(a.dst), acc_all, a.count);
 }
 

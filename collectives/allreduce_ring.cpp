@@ -32,55 +32,49 @@ int mod(int value, int n) {
   return ((value % n) + n) % n;
 }
 
-void reduce_step(CollContext& c, const AllreduceArgs& a, const Lane& lane, int s) {
+CollTask run_lanes(CollContext& c, AllreduceArgs a, std::vector<Lane> lanes) {
   const Reducer& r = *a.reducer;
+  const size_t es = r.elem_size;
+  if (a.src != a.dst) std::memmove(c.local(a.dst), c.local(a.src), a.count * es);
   const int n = c.size();
-  const int left = c.peer(-lane.dir);
-  const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * (s + 1), n)];
-  c.await(left, lane.ready);
-  if (chunk.count > 0) {
-    const size_t offset = a.dst + chunk.begin * r.elem_size;
-    std::byte* fallback = c.scratch2(chunk.count * r.elem_size);
-    r.combine(c.local(offset), c.read(left, offset, chunk.count * r.elem_size, fallback),
-              chunk.count);
-  }
-  c.notify(left, lane.credit);
-  c.notify(c.peer(lane.dir), lane.ready);
-}
-
-void gather_step(CollContext& c, const AllreduceArgs& a, const Lane& lane, int s) {
-  const int n = c.size();
-  const int left = c.peer(-lane.dir);
-  const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * s, n)];
-  c.await(c.peer(lane.dir), lane.credit);
-  c.await(left, lane.ready);
-  if (chunk.count > 0) {
-    const size_t offset = a.dst + chunk.begin * a.reducer->elem_size;
-    c.fetch(left, offset, c.local(offset), chunk.count * a.reducer->elem_size);
-    c.complete_fetches();
-  }
-  c.notify(left, lane.credit);
-  if (s < n - 2) c.notify(c.peer(lane.dir), lane.ready);
-}
-
-void run_lanes(CollContext& c, const AllreduceArgs& a, const std::vector<Lane>& lanes) {
-  const size_t bytes = a.count * a.reducer->elem_size;
-  if (a.src != a.dst) std::memmove(c.local(a.dst), c.local(a.src), bytes);
-  const int n = c.size();
-  if (n == 1 || a.count == 0) return;
+  if (n == 1 || a.count == 0) co_return;
   for (const Lane& lane : lanes)
     c.notify(c.peer(lane.dir), lane.ready);
+  // Reduce-scatter: fold the upstream neighbour's partial chunk into ours.
   for (int s = 0; s < n - 1; ++s) {
-    for (const Lane& lane : lanes)
-      reduce_step(c, a, lane, s);
+    for (const Lane& lane : lanes) {
+      const int left = c.peer(-lane.dir);
+      const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * (s + 1), n)];
+      co_await c.await(left, lane.ready);
+      if (chunk.count > 0) {
+        const size_t offset = a.dst + chunk.begin * es;
+        std::byte* fallback = c.scratch2(chunk.count * es);
+        r.combine(c.local(offset), c.read(left, offset, chunk.count * es, fallback), chunk.count);
+      }
+      c.notify(left, lane.credit);
+      c.notify(c.peer(lane.dir), lane.ready);
+    }
   }
+  // Allgather: copy each finished chunk from upstream, once downstream has read ours.
   for (int s = 0; s < n - 1; ++s) {
-    for (const Lane& lane : lanes)
-      gather_step(c, a, lane, s);
+    for (const Lane& lane : lanes) {
+      const int left = c.peer(-lane.dir);
+      const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * s, n)];
+      co_await c.await(c.peer(lane.dir), lane.credit);
+      co_await c.await(left, lane.ready);
+      if (chunk.count > 0) {
+        const size_t offset = a.dst + chunk.begin * es;
+        c.fetch(left, offset, c.local(offset), chunk.count * es);
+        c.complete_fetches();
+      }
+      c.notify(left, lane.credit);
+      if (s < n - 2) c.notify(c.peer(lane.dir), lane.ready);
+    }
   }
+  // Nobody may still be reading our dst when we return.
   for (const Lane& lane : lanes) {
     for (int i = 0; i < n - 1; ++i)
-      c.await(c.peer(lane.dir), lane.credit);
+      co_await c.await(c.peer(lane.dir), lane.credit);
   }
 }
 
@@ -96,20 +90,20 @@ std::vector<Segment> contiguous_chunks(size_t first, size_t count, int n) {
 
 }  // namespace
 
-void allreduce_ring(CollContext& c, const AllreduceArgs& a) {
-  run_lanes(c, a,
-            {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, a.count, c.size())}});
+CollTask allreduce_ring(CollContext& c, AllreduceArgs a) {
+  return run_lanes(
+      c, a, {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, a.count, c.size())}});
 }
 
-void allreduce_bidirectional_ring(CollContext& c, const AllreduceArgs& a) {
+CollTask allreduce_bidirectional_ring(CollContext& c, AllreduceArgs a) {
   const size_t half = a.count / 2;
-  run_lanes(c, a,
-            {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, half, c.size())},
-             {-1, Purpose::kBwd, Purpose::kBwdCredit,
-              contiguous_chunks(half, a.count - half, c.size())}});
+  return run_lanes(c, a,
+                   {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, half, c.size())},
+                    {-1, Purpose::kBwd, Purpose::kBwdCredit,
+                     contiguous_chunks(half, a.count - half, c.size())}});
 }
 
-void allreduce_ibing(CollContext& c, const AllreduceArgs& a) {
+CollTask allreduce_ibing(CollContext& c, AllreduceArgs a) {
   // 2P interleaved chunks: even ones travel forward, odd ones backward.
   const int n = c.size();
   Lane forward{+1, Purpose::kFwd, Purpose::kFwdCredit, {}};
@@ -117,7 +111,7 @@ void allreduce_ibing(CollContext& c, const AllreduceArgs& a) {
   for (int i = 0; i < 2 * n; ++i) {
     (i % 2 == 0 ? forward : backward).chunks.push_back(partition(a.count, 2 * n, i));
   }
-  run_lanes(c, a, {forward, backward});
+  return run_lanes(c, a, {forward, backward});
 }
 
 }  // namespace rankflow::coll

@@ -9,17 +9,18 @@
 
 namespace rankflow::coll {
 
-void allreduce_twophase(CollContext& c, const AllreduceArgs& a) {
+CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   const size_t es = r.elem_size;
   if (c.size() == 1 || a.count == 0) {
     if (a.src != a.dst) std::memmove(c.local(a.dst), c.local(a.src), a.count * es);
-    return;
+    co_return;
   }
   const int me = c.rank();
   const int n = c.size();
   c.notify_all(Purpose::kReady);
-  c.await_all(Purpose::kReady);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kReady);
 
   // Reduce-scatter: only this member reads its own part of every input, so writing the result
   // into dst's part is safe even in place.
@@ -38,7 +39,8 @@ void allreduce_twophase(CollContext& c, const AllreduceArgs& a) {
     r.store(c.local(a.dst + mine.begin * es), acc, mine.count);
   }
   c.notify_all(Purpose::kReady2);
-  c.await_all(Purpose::kReady2);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kReady2);
 
   // Allgather: each part from its owner. Owners have finished reading our input (kReady2).
   for (int d = 1; d < n; ++d) {
@@ -50,7 +52,8 @@ void allreduce_twophase(CollContext& c, const AllreduceArgs& a) {
   }
   c.complete_fetches();
   c.notify_all(Purpose::kDone);
-  c.await_all(Purpose::kDone);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kDone);
 }
 
 }  // namespace rankflow::coll

@@ -4,14 +4,15 @@
 
 namespace rankflow::coll {
 
-void broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root) {
-  if (c.size() == 1 || bytes == 0) return;
+CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root) {
+  if (c.size() == 1 || bytes == 0) co_return;
   if (c.rank() == root) {
     c.notify_all(Purpose::kReady);
-    c.await_all(Purpose::kDone);
-    return;
+    for (int d = 1; d < c.size(); ++d)
+      co_await c.await(c.peer(-d), Purpose::kDone);
+    co_return;
   }
-  c.await(root, Purpose::kReady);
+  co_await c.await(root, Purpose::kReady);
   c.fetch(root, buffer, c.local(buffer), bytes);
   c.complete_fetches();
   c.notify(root, Purpose::kDone);

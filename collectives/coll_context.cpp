@@ -1,6 +1,8 @@
 // CollContext (see coll_context.h).
 #include "collectives/coll_context.h"
 
+#include <chrono>
+#include <cstdio>
 #include <cstring>
 
 #include "rankflow/error.h"
@@ -20,19 +22,52 @@ void CollContext::notify(int peer, Purpose purpose) {
   team_.signal(peer, slot(purpose, rank_));
 }
 
-void CollContext::await(int peer, Purpose purpose) {
+SignalAwait CollContext::await(int peer, Purpose purpose) {
   const uint32_t s = slot(purpose, peer);
-  team_.wait_signal(s, ++consumed_[s], peer, operation_.c_str());
+  return SignalAwait{this, s, ++consumed_[s], peer};
+}
+
+bool SignalAwait::satisfied() const {
+  return context->signal_value(slot) >= target;
+}
+
+bool CollTask::advance() {
+  while (!done()) {
+    if (handle_.promise().waiting.context != nullptr && !handle_.promise().waiting.satisfied()) {
+      return false;
+    }
+    handle_.promise().waiting.context = nullptr;
+    handle_.resume();
+    if (handle_.promise().error) std::rethrow_exception(std::exchange(handle_.promise().error, {}));
+  }
+  return true;
+}
+
+bool CollContext::poll(CollTask& task) {
+  if (task.advance()) return true;
+  team_.progress();
+  return task.advance();
+}
+
+void CollContext::run(CollTask& task, std::chrono::nanoseconds timeout) {
+  if (task.advance()) return;
+  team_.wait_until([&] { return task.advance(); }, [&] { return describe_wait(task.waiting()); },
+                   timeout);
+}
+
+std::string CollContext::describe_wait(const SignalAwait& wait) const {
+  char waited[32];
+  std::snprintf(waited, sizeof(waited), "%g s",
+                std::chrono::duration<double>(team_.timeout()).count());
+  return operation_ + ": rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
+         " waited " + waited + " for peer " + std::to_string(wait.peer) + ": signal " +
+         std::to_string(wait.slot) + " expected >= " + std::to_string(wait.target) + ", observed " +
+         std::to_string(team_.signal_value(wait.slot));
 }
 
 void CollContext::notify_all(Purpose purpose) {
   for (int d = 1; d < size_; ++d)
     notify(peer(d), purpose);
-}
-
-void CollContext::await_all(Purpose purpose) {
-  for (int d = 1; d < size_; ++d)
-    await(peer(-d), purpose);
 }
 
 const std::byte* CollContext::read(int peer, size_t offset, size_t bytes, std::byte* fallback) {

@@ -8,11 +8,13 @@
 // Threads: the thread that calls the collective.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "collectives/coll_task.h"
 #include "rankflow/team.h"
 
 namespace rankflow::coll {
@@ -45,9 +47,17 @@ class CollContext {
   void set_operation(std::string operation) { operation_ = std::move(operation); }
 
   void notify(int peer, Purpose purpose);
-  void await(int peer, Purpose purpose);
   void notify_all(Purpose purpose);  // every other member
-  void await_all(Purpose purpose);
+  // The next signal from `peer` for `purpose`: co_await it inside an algorithm.
+  SignalAwait await(int peer, Purpose purpose);
+  uint64_t signal_value(uint32_t slot) const { return team_.signal_value(slot); }
+
+  // Drives `task` to completion: progresses the transport while it waits and ends in a Timeout
+  // naming the operation, this rank, the peer and the counts when the team's limit passes.
+  void run(CollTask& task, std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero());
+  // Advances `task` once without blocking (progressing the transport); true when complete.
+  bool poll(CollTask& task);
+  std::string describe_wait(const SignalAwait& wait) const;
 
   std::byte* local(size_t offset) { return team_.local_ptr(offset); }
   // `bytes` of `peer`'s window at `offset`: a direct pointer where mapped, otherwise fetched

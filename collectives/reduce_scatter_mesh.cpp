@@ -6,16 +6,18 @@
 
 namespace rankflow::coll {
 
-void reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t count, const Reducer& r) {
+CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t count,
+                             const Reducer& r) {
   const size_t block = count * r.elem_size;
-  if (count == 0) return;
+  if (count == 0) co_return;
   const size_t mine = src + static_cast<size_t>(c.rank()) * block;
   if (c.size() == 1) {
     if (mine != dst) std::memmove(c.local(dst), c.local(mine), block);
-    return;
+    co_return;
   }
   c.notify_all(Purpose::kReady);
-  c.await_all(Purpose::kReady);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kReady);
   std::byte* acc = c.scratch(count * r.acc_size);
   std::byte* fallback = c.scratch2(block);
   for (int p = 0; p < c.size(); ++p) {
@@ -27,7 +29,8 @@ void reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t count, c
     }
   }
   c.notify_all(Purpose::kDone);
-  c.await_all(Purpose::kDone);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kDone);
   r.store(c.local(dst), acc, count);
 }
 

@@ -13,7 +13,7 @@
 
 namespace rankflow::coll {
 
-using AllreduceFn = void (*)(CollContext&, const AllreduceArgs&);
+using AllreduceFn = CollTask (*)(CollContext&, AllreduceArgs);
 
 struct AllreduceAlgorithm {
   std::string_view name;

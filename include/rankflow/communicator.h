@@ -27,6 +27,25 @@ namespace rankflow {
 
 class CommunicatorImpl;
 struct SymmetricAllocation;
+struct RequestState;
+
+// A non-blocking collective in flight. test() advances it without blocking; wait() completes
+// it. Recv buffers must not be read, nor send buffers of symmetric memory written, before it
+// completes. A Timeout from wait(timeout) does not cancel: wait again or discard the
+// communicator. Starting another collective on the same communicator completes this one first.
+class Request {
+ public:
+  Request() = default;
+  bool test();
+  void wait();  // the communicator's timeout
+  void wait(std::chrono::nanoseconds timeout);
+  bool done() const;
+
+ private:
+  friend class CommunicatorImpl;
+  explicit Request(std::shared_ptr<RequestState> state) : state_(std::move(state)) {}
+  std::shared_ptr<RequestState> state_;
+};
 
 // Memory at the same place in every member's symmetric window; freed when the last handle goes
 // (collectively: every member must release it).
@@ -74,6 +93,16 @@ class Communicator {
   // send and recv hold size() blocks of `count` elements; block p goes to member p.
   void all_to_all(const void* send, void* recv, size_t count, DType dtype) const;
   void barrier() const;
+
+  // Non-blocking variants: same arguments, a Request to test or wait on.
+  Request iallreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                     std::string_view algorithm = "auto") const;
+  Request iallgather(const void* send, void* recv, size_t count, DType dtype) const;
+  Request ireduce_scatter(const void* send, void* recv, size_t count, DType dtype,
+                          ReduceOp op) const;
+  Request ibroadcast(void* buffer, size_t count, DType dtype, int root) const;
+  Request iall_to_all(const void* send, void* recv, size_t count, DType dtype) const;
+  Request ibarrier() const;
 
   // The limit of every wait inside this communicator's collectives (default RANKFLOW_TIMEOUT_S).
   // After a Timeout the communicator's members are out of step: close it and make a new one.

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -87,6 +88,11 @@ class Team {
 
   // Waits until the local 64-bit word at `offset` satisfies the comparison.
   uint64_t wait(size_t offset, Compare cmp, uint64_t value, int from_peer = -1) const;
+
+  // Waits until `done()` holds, progressing the transport and backing off like every other
+  // wait; after `timeout` (zero: timeout()) throws Timeout with the text `describe()` returns.
+  void wait_until(const std::function<bool()>& done, const std::function<std::string()>& describe,
+                  std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero()) const;
 
   // Advances the transport once. Loops that poll several conditions themselves call it, so that
   // transfers from peers reached through UCX (not mapped) keep landing.

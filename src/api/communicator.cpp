@@ -4,6 +4,7 @@
 #include "rankflow/communicator.h"
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,21 @@ struct SymmetricAllocation {
     } catch (const std::exception& e) {
       log::warn("releasing symmetric buffer: ", e.what());
     }
+  }
+};
+
+struct RequestState {
+  std::shared_ptr<CommunicatorImpl> owner;          // keeps the staging window alive
+  std::shared_ptr<SymmetricAllocation> allocation;  // or the symmetric buffer's
+  coll::CollContext* context = nullptr;
+  coll::CollTask task;
+  std::function<void()> finish;  // copy-out from staging, once complete
+  bool finished = false;
+
+  void complete_once() {
+    if (finished) return;
+    finished = true;
+    if (finish) finish();
   }
 };
 
@@ -83,6 +99,7 @@ class CommunicatorImpl {
 
   void close() {
     if (comm_ == MPI_COMM_NULL) return;
+    finish_outstanding();
     staging_->team().close();
     staging_.reset();
     MPI_Comm_free(&comm_);
@@ -104,43 +121,54 @@ class CommunicatorImpl {
     return SymmetricBuffer(allocation);
   }
 
-  // Runs `algorithm(coll, src_offset, dst_offset)` with send/recv in one window: in their
-  // symmetric allocation when both lie in the same one, else through the staging window.
-  template <typename Algorithm>
-  void run(const std::string& operation, const void* send, size_t send_bytes, void* recv,
-           size_t recv_bytes, bool copy_in, bool copy_out, Algorithm&& algorithm) {
+  // Starts `make(coll, src_offset, dst_offset)` with send/recv in one window: in their
+  // symmetric allocation when both lie in the same one, else through the staging window (input
+  // copied in now, output copied out on completion). Completes any earlier request first.
+  template <typename Make>
+  std::shared_ptr<RequestState> start(const std::string& operation, const void* send,
+                                      size_t send_bytes, void* recv, size_t recv_bytes,
+                                      bool copy_in, bool copy_out, Make&& make) {
     live();
-    if (SymmetricAllocation* a = owner(send, send_bytes); a && a == owner(recv, recv_bytes)) {
-      a->coll->set_operation(operation);
-      algorithm(*a->coll, offset_in(*a, send), offset_in(*a, recv));
-      return;
+    finish_outstanding();
+    auto state = std::make_shared<RequestState>();
+    state->owner = self_.lock();
+    if (auto a = owner(send, send_bytes); a && a == owner(recv, recv_bytes)) {
+      state->allocation = a;
+      state->context = a->coll.get();
+      state->context->set_operation(operation);
+      state->task = make(*state->context, offset_in(*a, send), offset_in(*a, recv));
+    } else {
+      coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
+      state->context = &stage;
+      stage.set_operation(operation);
+      const size_t in = stage.team().offset("in");
+      const size_t out = stage.team().offset(send == recv && !copy_in ? "in" : "out");
+      if (copy_in && send_bytes > 0) std::memcpy(stage.local(in), send, send_bytes);
+      if (copy_out && recv_bytes > 0) {
+        std::byte* staged_out = stage.local(out);
+        state->finish = [recv, staged_out, recv_bytes] {
+          std::memcpy(recv, staged_out, recv_bytes);
+        };
+      }
+      state->task = make(stage, in, out);
     }
-    coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
-    stage.set_operation(operation);
-    const size_t in = stage.team().offset("in");
-    const size_t out = stage.team().offset("out");
-    if (copy_in && send_bytes > 0) std::memcpy(stage.local(in), send, send_bytes);
-    algorithm(stage, in, out);
-    if (copy_out && recv_bytes > 0) std::memcpy(recv, stage.local(out), recv_bytes);
+    outstanding_ = state;
+    return state;
   }
 
-  // Single-buffer collectives (broadcast): the buffer is both input and output.
-  template <typename Algorithm>
-  void run_single(const std::string& operation, void* buffer, size_t bytes, bool copy_in,
-                  bool copy_out, Algorithm&& algorithm) {
-    live();
-    if (SymmetricAllocation* a = owner(buffer, bytes)) {
-      a->coll->set_operation(operation);
-      algorithm(*a->coll, offset_in(*a, buffer));
-      return;
-    }
-    coll::CollContext& stage = staged(bytes);
-    stage.set_operation(operation);
-    const size_t at = stage.team().offset("in");
-    if (copy_in && bytes > 0) std::memcpy(stage.local(at), buffer, bytes);
-    algorithm(stage, at);
-    if (copy_out && bytes > 0) std::memcpy(buffer, stage.local(at), bytes);
+  void complete(RequestState& state, std::chrono::nanoseconds timeout = {}) {
+    state.context->run(state.task, timeout);
+    state.complete_once();
   }
+
+  void finish_outstanding() {
+    if (auto previous = outstanding_.lock(); previous && !previous->finished) complete(*previous);
+    outstanding_.reset();
+  }
+
+  Request request(std::shared_ptr<RequestState> state) { return Request(std::move(state)); }
+
+  void set_self(const std::shared_ptr<CommunicatorImpl>& self) { self_ = self; }
 
   void set_timeout(std::chrono::nanoseconds timeout) {
     live();
@@ -150,7 +178,20 @@ class CommunicatorImpl {
 
   void barrier() {
     live();
+    finish_outstanding();
     staging_->team().barrier();
+  }
+
+  std::shared_ptr<RequestState> start_barrier() {
+    live();
+    finish_outstanding();
+    auto state = std::make_shared<RequestState>();
+    state->owner = self_.lock();
+    state->context = staging_.get();
+    staging_->set_operation("barrier");
+    state->task = coll::barrier_mesh(*staging_);
+    outstanding_ = state;
+    return state;
   }
 
   void check_root(int root, const char* operation) const {
@@ -189,7 +230,7 @@ class CommunicatorImpl {
     stage_bytes_ = bytes;
   }
 
-  SymmetricAllocation* owner(const void* p, size_t bytes) {
+  std::shared_ptr<SymmetricAllocation> owner(const void* p, size_t bytes) {
     const auto* address = static_cast<const std::byte*>(p);
     for (auto it = allocations_.begin(); it != allocations_.end();) {
       auto allocation = it->lock();
@@ -198,7 +239,7 @@ class CommunicatorImpl {
         continue;
       }
       if (address >= allocation->base && address + bytes <= allocation->base + allocation->bytes) {
-        return allocation.get();
+        return allocation;
       }
       ++it;
     }
@@ -217,10 +258,14 @@ class CommunicatorImpl {
   size_t stage_bytes_ = 0;
   std::chrono::nanoseconds timeout_{0};  // 0: the transport's default
   std::vector<std::weak_ptr<SymmetricAllocation>> allocations_;
+  std::weak_ptr<RequestState> outstanding_;
+  std::weak_ptr<CommunicatorImpl> self_;
 };
 
 Communicator Communicator::from_mpi(MPI_Comm comm) {
-  return Communicator(std::make_shared<CommunicatorImpl>(comm));
+  auto impl = std::make_shared<CommunicatorImpl>(comm);
+  impl->set_self(impl);
+  return Communicator(std::move(impl));
 }
 
 int Communicator::rank() const {
@@ -237,6 +282,9 @@ SymmetricBuffer Communicator::alloc(size_t bytes) const {
 }
 void Communicator::barrier() const {
   impl_->barrier();
+}
+Request Communicator::ibarrier() const {
+  return impl_->request(impl_->start_barrier());
 }
 void Communicator::set_timeout(std::chrono::nanoseconds timeout) {
   if (timeout.count() <= 0) throw InvalidArgument("Communicator::set_timeout: must be positive");
@@ -257,52 +305,97 @@ Communicator Communicator::split(int color, int key) const {
   return result;
 }
 
-void Communicator::allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
-                             std::string_view algorithm) const {
+Request Communicator::iallreduce(const void* send, void* recv, size_t count, DType dtype,
+                                 ReduceOp op, std::string_view algorithm) const {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t bytes = checked_bytes(count, dtype, 1, "allreduce");
   const coll::AllreduceAlgorithm& chosen = coll::select_allreduce(algorithm, bytes, size());
-  impl_->run("allreduce(" + std::string(chosen.name) + ")", send, bytes, recv, bytes, true, true,
-             [&](coll::CollContext& c, size_t src, size_t dst) {
-               chosen.run(c, {src, dst, count, &reducer});
-             });
+  return impl_->request(impl_->start("allreduce(" + std::string(chosen.name) + ")", send, bytes,
+                                     recv, bytes, true, true,
+                                     [&](coll::CollContext& c, size_t src, size_t dst) {
+                                       return chosen.run(c, {src, dst, count, &reducer});
+                                     }));
 }
 
-void Communicator::allgather(const void* send, void* recv, size_t count, DType dtype) const {
+Request Communicator::iallgather(const void* send, void* recv, size_t count, DType dtype) const {
   const size_t block = checked_bytes(count, dtype, 1, "allgather");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "allgather");
-  impl_->run("allgather", send, block, recv, total, true, true,
-             [&](coll::CollContext& c, size_t src, size_t dst) {
-               coll::allgather_mesh(c, src, dst, count, dtype_size(dtype));
-             });
+  const size_t es = dtype_size(dtype);
+  return impl_->request(impl_->start("allgather", send, block, recv, total, true, true,
+                                     [&](coll::CollContext& c, size_t src, size_t dst) {
+                                       return coll::allgather_mesh(c, src, dst, count, es);
+                                     }));
 }
 
-void Communicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype,
-                                  ReduceOp op) const {
+Request Communicator::ireduce_scatter(const void* send, void* recv, size_t count, DType dtype,
+                                      ReduceOp op) const {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "reduce_scatter");
-  impl_->run("reduce_scatter", send, total, recv, count * dtype_size(dtype), true, true,
-             [&](coll::CollContext& c, size_t src, size_t dst) {
-               coll::reduce_scatter_mesh(c, src, dst, count, reducer);
-             });
+  return impl_->request(impl_->start("reduce_scatter", send, total, recv, count * dtype_size(dtype),
+                                     true, true, [&](coll::CollContext& c, size_t src, size_t dst) {
+                                       return coll::reduce_scatter_mesh(c, src, dst, count,
+                                                                        reducer);
+                                     }));
 }
 
-void Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) const {
+Request Communicator::ibroadcast(void* buffer, size_t count, DType dtype, int root) const {
   impl_->check_root(root, "broadcast");
   const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = rank() == root;
-  impl_->run_single(
-      "broadcast", buffer, bytes, is_root, !is_root,
-      [&](coll::CollContext& c, size_t at) { coll::broadcast_direct(c, at, bytes, root); });
+  // One buffer: staged through "in" only (copied in at the root, out everywhere else).
+  return impl_->request(impl_->start("broadcast", buffer, bytes, buffer, bytes, is_root, !is_root,
+                                     [&](coll::CollContext& c, size_t at, size_t) {
+                                       return coll::broadcast_direct(c, at, bytes, root);
+                                     }));
 }
 
-void Communicator::all_to_all(const void* send, void* recv, size_t count, DType dtype) const {
+Request Communicator::iall_to_all(const void* send, void* recv, size_t count, DType dtype) const {
   const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "all_to_all");
-  impl_->run("all_to_all", send, total, recv, total, true, true,
-             [&](coll::CollContext& c, size_t src, size_t dst) {
-               coll::all_to_all_mesh(c, src, dst, block);
-             });
+  return impl_->request(impl_->start("all_to_all", send, total, recv, total, true, true,
+                                     [&](coll::CollContext& c, size_t src, size_t dst) {
+                                       return coll::all_to_all_mesh(c, src, dst, block);
+                                     }));
+}
+
+void Communicator::allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                             std::string_view algorithm) const {
+  iallreduce(send, recv, count, dtype, op, algorithm).wait();
+}
+void Communicator::allgather(const void* send, void* recv, size_t count, DType dtype) const {
+  iallgather(send, recv, count, dtype).wait();
+}
+void Communicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype,
+                                  ReduceOp op) const {
+  ireduce_scatter(send, recv, count, dtype, op).wait();
+}
+void Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) const {
+  ibroadcast(buffer, count, dtype, root).wait();
+}
+void Communicator::all_to_all(const void* send, void* recv, size_t count, DType dtype) const {
+  iall_to_all(send, recv, count, dtype).wait();
+}
+
+bool Request::test() {
+  if (!state_) throw InvalidState("Request::test on an empty request");
+  if (state_->finished) return true;
+  if (!state_->context->poll(state_->task)) return false;
+  state_->complete_once();
+  return true;
+}
+
+void Request::wait() {
+  wait(std::chrono::nanoseconds::zero());
+}
+
+void Request::wait(std::chrono::nanoseconds timeout) {
+  if (!state_) throw InvalidState("Request::wait on an empty request");
+  if (state_->finished) return;
+  state_->owner->complete(*state_, timeout);
+}
+
+bool Request::done() const {
+  return state_ && state_->finished;
 }
 
 }  // namespace rankflow

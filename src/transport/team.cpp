@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "rankflow/error.h"
+#include "transport/progress.h"
 #include "transport/team_state.h"
 
 namespace rankflow {
@@ -180,6 +181,16 @@ uint64_t Team::wait(size_t offset, Compare cmp, uint64_t value, int from_peer) c
 
 void Team::progress() const {
   state_->window->context().progress();
+}
+
+void Team::wait_until(const std::function<bool()>& done,
+                      const std::function<std::string()>& describe,
+                      std::chrono::nanoseconds timeout) const {
+  transport::Context& context = state_->window->context();
+  const auto limit = timeout.count() > 0 ? timeout : state_->timeout;
+  transport::wait_until(
+      done, [&] { context.progress(); }, limit, describe,
+      [&](std::chrono::microseconds d) { context.idle(d); });
 }
 
 void Team::barrier() {

@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "mpi_test_main.h"
@@ -206,6 +207,78 @@ TEST(CommunicatorTest, MissingPeerEndsInTimeoutNamingCollectiveRankAndPeer) {
     }
   }
   // The other members never called it; everyone discards the communicator.
+  comm.close();
+}
+
+}  // namespace
+}  // namespace rankflow::test
+
+namespace rankflow::test {
+namespace {
+
+TEST(NonBlockingTest, EveryCollectiveCompletesThroughTestOrWait) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const int p = comm.size(), me = comm.rank();
+  const size_t n = 100003;
+  for (bool symmetric : {false, true}) {
+    SymmetricBuffer arena = symmetric ? comm.alloc(2 * n * p * 4 + 64) : SymmetricBuffer();
+    std::vector<int32_t> user(2 * n * p + 16);
+    int32_t* a = symmetric ? static_cast<int32_t*>(arena.data()) : user.data();
+    int32_t* b = a + n * p + 8;
+    for (size_t i = 0; i < n; ++i)
+      a[i] = static_cast<int32_t>(i + me);
+    Request r = comm.iallreduce(a, b, n, DType::kI32, ReduceOp::kSum);
+    long polls = 0;
+    while (!r.test())
+      ++polls;  // the caller is free to compute here
+    EXPECT_TRUE(r.done());
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(b[i], static_cast<int32_t>(p * i + p * (p - 1) / 2)) << "element " << i;
+    }
+    for (size_t i = 0; i < n; ++i)
+      a[i] = static_cast<int32_t>(me * 1000 + i % 1000);
+    comm.iallgather(a, b, n, DType::kI32).wait();
+    for (int q = 0; q < p; ++q)
+      ASSERT_EQ(b[q * n + 5], q * 1000 + 5);
+    comm.ibroadcast(a, n, DType::kI32, p - 1).wait();
+    ASSERT_EQ(a[7], (p - 1) * 1000 + 7);
+    for (size_t i = 0; i < n * p; ++i)
+      a[i] = static_cast<int32_t>(me);
+    comm.iall_to_all(a, b, n, DType::kI32).wait();
+    for (int q = 0; q < p; ++q)
+      ASSERT_EQ(b[q * n], q);
+    comm.ireduce_scatter(a, b, n, DType::kI32, ReduceOp::kSum).wait();
+    ASSERT_EQ(b[0], p * (p - 1) / 2);
+    comm.ibarrier().wait();
+  }
+  comm.close();
+}
+
+TEST(NonBlockingTest, StartingAnotherCollectiveCompletesThePreviousOne) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  int64_t x = comm.rank() + 1, sum = 0, y = 10, max = 0;
+  Request first = comm.iallreduce(&x, &sum, 1, DType::kI64, ReduceOp::kSum);
+  comm.allreduce(&y, &max, 1, DType::kI64, ReduceOp::kMax);  // completes `first` before starting
+  EXPECT_TRUE(first.done());
+  EXPECT_EQ(sum, static_cast<int64_t>(comm.size()) * (comm.size() + 1) / 2);
+  EXPECT_EQ(max, 10);
+  comm.close();
+}
+
+TEST(NonBlockingTest, WaitTimeoutDoesNotCancel) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  float x = 1, sum = 0;
+  if (comm.rank() == 0) {
+    Request r = comm.iallreduce(&x, &sum, 1, DType::kF32, ReduceOp::kSum);
+    EXPECT_THROW(r.wait(std::chrono::milliseconds(50)), Timeout);  // the others are late
+    EXPECT_FALSE(r.done());
+    r.wait();  // still in flight: completes once they arrive
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    comm.allreduce(&x, &sum, 1, DType::kF32, ReduceOp::kSum);
+  }
+  EXPECT_EQ(sum, static_cast<float>(comm.size()));
   comm.close();
 }
 

@@ -1,0 +1,14 @@
+// barrier, mesh: one "ready" signal from every member to every other. O(P) signals per member;
+// the blocking Communicator::barrier uses the team's dissemination barrier (log P rounds), and
+// this one serves ibarrier, where a coroutine can wait without blocking.
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+
+CollTask barrier_mesh(CollContext& c) {
+  c.notify_all(Purpose::kReady);
+  for (int d = 1; d < c.size(); ++d)
+    co_await c.await(c.peer(-d), Purpose::kReady);
+}
+
+}  // namespace rankflow::coll

@@ -1,0 +1,76 @@
+// CollTask: a collective algorithm as a C++20 coroutine, so the same code runs blocking
+// (Communicator::allreduce) and non-blocking (Communicator::iallreduce + Request::test/wait).
+//
+// An algorithm suspends only at `co_await ctx.await(peer, purpose)` when that signal has not
+// arrived yet; everything else (copies, reductions, signals out) runs eagerly. advance() resumes
+// it until the next unsatisfied wait or the end. Threads: the thread driving the collective.
+#pragma once
+
+#include <coroutine>
+#include <cstdint>
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace rankflow::coll {
+
+class CollContext;
+
+// What a suspended algorithm waits for: local counter `slot` reaching `target` (from `peer`).
+struct SignalAwait {
+  CollContext* context;
+  uint32_t slot;
+  uint64_t target;
+  int peer;
+
+  bool satisfied() const;
+  bool await_ready() const { return satisfied(); }
+  template <typename Promise>
+  void await_suspend(std::coroutine_handle<Promise> handle) const {
+    handle.promise().waiting = *this;
+  }
+  void await_resume() const {}
+};
+
+class CollTask {
+ public:
+  struct promise_type {
+    SignalAwait waiting{nullptr, 0, 0, -1};
+    std::exception_ptr error;
+    CollTask get_return_object() {
+      return CollTask(std::coroutine_handle<promise_type>::from_promise(*this));
+    }
+    std::suspend_always initial_suspend() noexcept { return {}; }
+    std::suspend_always final_suspend() noexcept { return {}; }
+    void return_void() {}
+    void unhandled_exception() { error = std::current_exception(); }
+  };
+
+  CollTask() = default;
+  explicit CollTask(std::coroutine_handle<promise_type> handle) : handle_(handle) {}
+  CollTask(CollTask&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
+  CollTask& operator=(CollTask&& other) noexcept {
+    if (this != &other) {
+      reset();
+      handle_ = std::exchange(other.handle_, {});
+    }
+    return *this;
+  }
+  ~CollTask() { reset(); }
+
+  // Runs until the next unsatisfied wait (false) or completion (true); rethrows the
+  // algorithm's error.
+  bool advance();
+  bool done() const { return !handle_ || handle_.done(); }
+  // The wait the task is suspended on (valid while !done()).
+  const SignalAwait& waiting() const { return handle_.promise().waiting; }
+
+ private:
+  void reset() {
+    if (handle_) handle_.destroy();
+    handle_ = {};
+  }
+  std::coroutine_handle<promise_type> handle_;
+};
+
+}  // namespace rankflow::coll
