@@ -1,7 +1,13 @@
-// allreduce, one phase: every member reads every peer's input and reduces locally, in rank
-// order (so all members get bit-identical results), in cache-sized blocks. One "ready" round,
-// one "done" round. Best for small messages and for 2 ranks, where it moves the fewest bytes
-// per synchronisation.
+// allreduce, one phase: every member sees every input and reduces locally, in rank order (so
+// all members get bit-identical results).
+//
+// Small messages (up to CollContext::kInboxBytes) are pushed: each member stores its input and
+// then a sequence flag into a slot of every peer's inbox (flag and data share a cache line for
+// up to 56 bytes), waits for every peer's flag, and reduces. One round, no "done" round: slots
+// alternate by sequence parity, and a member can only reuse a slot after every peer has moved
+// on to a later collective, which means it has read the slot. src and dst may be any memory.
+// Larger messages are read in place from peers' windows, in cache-sized blocks, between a
+// "ready" and a "done" round.
 #include <algorithm>
 #include <cstring>
 
@@ -10,17 +16,41 @@
 namespace rankflow::coll {
 
 namespace {
-constexpr size_t kBlockBytes = 64 * 1024;
-}
 
-CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {
+constexpr size_t kBlockBytes = 64 * 1024;
+
+CollTask pushed(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   const size_t bytes = a.count * r.elem_size;
-  if (c.size() == 1 || a.count == 0) {
-    if (a.src != a.dst) std::memmove(c.local(a.dst), c.local(a.src), bytes);
+  const std::byte* src = a.src_ptr ? a.src_ptr : c.local(a.src);
+  std::byte* dst = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
+  const uint64_t sequence = c.next_inbox_sequence();
+  for (int d = 1; d < c.size(); ++d)
+    c.push(c.peer(d), sequence, src, bytes);
+  for (int d = 1; d < c.size(); ++d) {
+    const int p = c.peer(-d);
+    co_await c.await_word(c.inbox_slot(sequence, p), sequence, p);
+  }
+  auto input = [&](int p) { return p == c.rank() ? src : c.local(c.inbox_slot(sequence, p) + 8); };
+  if (c.size() == 2) {  // one pass, straight into dst (in place too: element-wise)
+    r.reduce2(dst, input(0), input(1), a.count);
     co_return;
   }
-  c.notify_all(Purpose::kReady);
+  std::byte* acc = c.scratch(a.count * r.acc_size);
+  for (int p = 0; p < c.size(); ++p) {
+    if (p == 0) {
+      r.load(acc, input(p), a.count);
+    } else {
+      r.accumulate(acc, input(p), a.count);
+    }
+  }
+  r.store(dst, acc, a.count);
+}
+
+CollTask read_in_place(CollContext& c, AllreduceArgs a) {
+  const Reducer& r = *a.reducer;
+  for (int d = 1; d < c.size(); ++d)
+    c.notify(c.peer(d), Purpose::kReady);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), Purpose::kReady);
   // Peers read our input until they say done, so in place (or with an f32 accumulator) the
@@ -28,9 +58,20 @@ CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {
   const bool direct_into_dst = a.src != a.dst && r.acc_size == r.elem_size;
   const size_t block = std::max<size_t>(1, kBlockBytes / r.acc_size);
   std::byte* acc_all = direct_into_dst ? c.local(a.dst) : c.scratch(a.count * r.acc_size);
-  std::byte* fallback = c.scratch2(std::min(a.count, block) * r.elem_size);
+  // Room to fetch two blocks where peers are not mapped (both inputs of the fused pair pass).
+  const size_t block_bytes = std::min(a.count, block) * r.elem_size;
+  std::byte* fallback = c.scratch2(2 * block_bytes);
+  // Two members out of place: one fused pass per block straight into dst.
+  std::byte* pair_out = c.size() == 2 && direct_into_dst ? c.local(a.dst) : nullptr;
   for (size_t first = 0; first < a.count; first += block) {
     const size_t n = std::min(block, a.count - first);
+    if (pair_out != nullptr) {
+      const std::byte* in0 = c.read(0, a.src + first * r.elem_size, n * r.elem_size, fallback);
+      const std::byte* in1 =
+          c.read(1, a.src + first * r.elem_size, n * r.elem_size, fallback + block_bytes);
+      r.reduce2(pair_out + first * r.elem_size, in0, in1, n);
+      continue;
+    }
     std::byte* acc = acc_all + first * r.acc_size;
     for (int p = 0; p < c.size(); ++p) {
       const std::byte* in = c.read(p, a.src + first * r.elem_size, n * r.elem_size, fallback);
@@ -41,10 +82,29 @@ CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {
       }
     }
   }
-  c.notify_all(Purpose::kDone);
+  for (int d = 1; d < c.size(); ++d)
+    c.notify(c.peer(d), Purpose::kDone);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), Purpose::kDone);
   if (!direct_into_dst) r.store(c.local(a.dst), acc_all, a.count);
+}
+
+}  // namespace
+
+bool onephase_pushes(const CollContext& c, size_t bytes) {
+  return c.has_inbox() && c.size() > 1 && bytes <= CollContext::kInboxBytes;
+}
+
+CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {
+  const size_t bytes = a.count * a.reducer->elem_size;
+  if (c.size() == 1 || a.count == 0) {
+    const std::byte* src = a.src_ptr ? a.src_ptr : c.local(a.src);
+    std::byte* dst = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
+    if (src != dst) std::memmove(dst, src, bytes);
+    return CollTask::finished();
+  }
+  if (onephase_pushes(c, bytes)) return pushed(c, a);
+  return read_in_place(c, a);
 }
 
 }  // namespace rankflow::coll

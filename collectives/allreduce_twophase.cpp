@@ -8,6 +8,50 @@
 #include "collectives/collective.h"
 
 namespace rankflow::coll {
+namespace {
+
+constexpr size_t kBlockBytes = 64 * 1024;
+
+// Reduces part `mine` of every member's input into this member's dst. Where the accumulator is
+// the element type, in cache-sized blocks: a fused pass over this member's input and the next
+// one's, then the others folded in (each block stays in cache). In place is safe: only this
+// member reads its own part, and the first pass aliases dst with its own input element-wise.
+// f16/bf16 accumulate all inputs in f32 and round once.
+void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
+  const Reducer& r = *a.reducer;
+  const size_t es = r.elem_size;
+  const int n = c.size();
+  if (r.acc_size == es) {
+    const size_t block = std::max<size_t>(1, kBlockBytes / es);
+    std::byte* fallback = c.scratch2(std::min(mine.count, block) * es);
+    for (size_t first = 0; first < mine.count; first += block) {
+      const size_t count = std::min(block, mine.count - first);
+      const size_t offset = (mine.begin + first) * es;
+      std::byte* out = c.local(a.dst + offset);
+      const std::byte* own = c.local(a.src + offset);
+      std::byte* acc = c.scratch(count * es);
+      r.load(acc, own, count);
+      for (int d = 1; d < n; ++d) {
+        r.combine(acc, c.read(c.peer(d), a.src + offset, count * es, fallback), count);
+      }
+      std::memcpy(out, acc, count * es);
+    }
+    return;
+  }
+  std::byte* acc = c.scratch(mine.count * r.acc_size);
+  std::byte* fallback = c.scratch2(mine.count * es);
+  for (int p = 0; p < n; ++p) {
+    const std::byte* in = c.read(p, a.src + mine.begin * es, mine.count * es, fallback);
+    if (p == 0) {
+      r.load(acc, in, mine.count);
+    } else {
+      r.accumulate(acc, in, mine.count);
+    }
+  }
+  r.store(c.local(a.dst + mine.begin * es), acc, mine.count);
+}
+
+}  // namespace
 
 CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
@@ -25,19 +69,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   // Reduce-scatter: only this member reads its own part of every input, so writing the result
   // into dst's part is safe even in place.
   const Segment mine = partition(a.count, n, me);
-  if (mine.count > 0) {
-    std::byte* acc = c.scratch(mine.count * r.acc_size);
-    std::byte* fallback = c.scratch2(mine.count * es);
-    for (int p = 0; p < n; ++p) {
-      const std::byte* in = c.read(p, a.src + mine.begin * es, mine.count * es, fallback);
-      if (p == 0) {
-        r.load(acc, in, mine.count);
-      } else {
-        r.accumulate(acc, in, mine.count);
-      }
-    }
-    r.store(c.local(a.dst + mine.begin * es), acc, mine.count);
-  }
+  if (mine.count > 0) reduce_part(c, a, mine);
   c.notify_all(Purpose::kReady2);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), Purpose::kReady2);

@@ -1,9 +1,12 @@
 // CollContext (see coll_context.h).
 #include "collectives/coll_context.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <new>
+#include <utility>
 
 #include "rankflow/error.h"
 
@@ -16,6 +19,32 @@ CollContext::CollContext(Team team)
                           " signal slots, has " + std::to_string(team_.signal_slots()));
   }
   consumed_.assign(signal_slots_for(size_), 0);
+  try {
+    if (team_.bytes("inbox") >= inbox_buffer_bytes(size_)) inbox_ = team_.offset("inbox");
+  } catch (const InvalidArgument&) {
+    // a team without an inbox: algorithms use their read-based paths
+  }
+}
+
+SignalAwait CollContext::await_word(size_t offset, uint64_t target, int peer) {
+  return SignalAwait{this, reinterpret_cast<const uint64_t*>(local(offset)), target, peer};
+}
+
+void CollContext::push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
+  const size_t slot = inbox_slot(sequence, rank_);
+  if (auto* mapped = static_cast<std::byte*>(team_.remote_ptr(peer, slot))) {
+    std::memcpy(mapped + 8, payload, bytes);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
+        .store(sequence, std::memory_order_release);
+    return;
+  }
+  if (outbox_.empty()) outbox_.resize(inbox_buffer_bytes(size_));
+  std::byte* out = outbox_.data() + ((sequence & 1) * size_ + peer) * kInboxStride;
+  std::memcpy(out, &sequence, sizeof(sequence));
+  std::memcpy(out + 8, payload, bytes);
+  team_.put(peer, slot + 8, out + 8, bytes);
+  team_.fence();
+  team_.put(peer, slot, out, sizeof(uint64_t));
 }
 
 void CollContext::notify(int peer, Purpose purpose) {
@@ -24,11 +53,51 @@ void CollContext::notify(int peer, Purpose purpose) {
 
 SignalAwait CollContext::await(int peer, Purpose purpose) {
   const uint32_t s = slot(purpose, peer);
-  return SignalAwait{this, s, ++consumed_[s], peer};
+  return SignalAwait{this, team_.signal_word(s), ++consumed_[s], peer};
 }
 
 bool SignalAwait::satisfied() const {
-  return context->signal_value(slot) >= target;
+  return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(word)).load(std::memory_order_acquire) >=
+         target;
+}
+
+namespace {
+
+// A few free coroutine frames per thread, each with its capacity in a header.
+struct FrameCache {
+  static constexpr int kSlots = 4;
+  void* frames[kSlots] = {};
+  ~FrameCache() {
+    for (void* frame : frames)
+      ::operator delete(frame);
+  }
+};
+thread_local FrameCache frame_cache;
+constexpr std::size_t kFrameHeader = 16;
+
+}  // namespace
+
+void* CollTask::promise_type::operator new(std::size_t bytes) {
+  for (void*& frame : frame_cache.frames) {
+    if (frame != nullptr && *static_cast<std::size_t*>(frame) >= bytes) {
+      void* reused = std::exchange(frame, nullptr);
+      return static_cast<std::byte*>(reused) + kFrameHeader;
+    }
+  }
+  void* block = ::operator new(bytes + kFrameHeader);
+  *static_cast<std::size_t*>(block) = bytes;
+  return static_cast<std::byte*>(block) + kFrameHeader;
+}
+
+void CollTask::promise_type::operator delete(void* frame, std::size_t) {
+  void* block = static_cast<std::byte*>(frame) - kFrameHeader;
+  for (void*& slot : frame_cache.frames) {
+    if (slot == nullptr) {
+      slot = block;
+      return;
+    }
+  }
+  ::operator delete(block);
 }
 
 bool CollTask::advance() {
@@ -59,10 +128,13 @@ std::string CollContext::describe_wait(const SignalAwait& wait) const {
   char waited[32];
   std::snprintf(waited, sizeof(waited), "%g s",
                 std::chrono::duration<double>(team_.timeout()).count());
-  return operation_ + ": rank " + std::to_string(rank_) + " of " + std::to_string(size_) +
-         " waited " + waited + " for peer " + std::to_string(wait.peer) + ": signal " +
-         std::to_string(wait.slot) + " expected >= " + std::to_string(wait.target) + ", observed " +
-         std::to_string(team_.signal_value(wait.slot));
+  return std::string(operation_) + ": rank " + std::to_string(rank_) + " of " +
+         std::to_string(size_) + " waited " + waited + " for peer " + std::to_string(wait.peer) +
+         ": word at offset " +
+         std::to_string(reinterpret_cast<const std::byte*>(wait.word) -
+                        const_cast<Team&>(team_).local_ptr(0)) +
+         " expected >= " + std::to_string(wait.target) + ", observed " +
+         std::to_string(std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(wait.word)).load());
 }
 
 void CollContext::notify_all(Purpose purpose) {

@@ -44,12 +44,30 @@ class CollContext {
   int peer(int offset) const { return ((rank_ + offset) % size_ + size_) % size_; }
 
   // The operation named in timeout diagnostics, e.g. "allreduce(ring)".
-  void set_operation(std::string operation) { operation_ = std::move(operation); }
+  // `operation` must outlive the call (a string literal or a table entry).
+  void set_operation(const char* operation) { operation_ = operation; }
 
   void notify(int peer, Purpose purpose);
   void notify_all(Purpose purpose);  // every other member
   // The next signal from `peer` for `purpose`: co_await it inside an algorithm.
   SignalAwait await(int peer, Purpose purpose);
+  // The local word at window `offset` reaching `target` (a flag written by `peer`).
+  SignalAwait await_word(size_t offset, uint64_t target, int peer);
+
+  // Low-latency inbox: every member has, per parity and per sender, a slot of a flag word
+  // followed by up to kInboxBytes of payload, in the "inbox" buffer of the team's window.
+  static constexpr size_t kInboxBytes = 4096;
+  static constexpr size_t kInboxStride = 4160;  // 8-byte flag + payload, in whole cache lines
+  static size_t inbox_buffer_bytes(int members) { return 2 * kInboxStride * members; }
+  bool has_inbox() const { return inbox_ != SIZE_MAX; }
+  size_t inbox_slot(uint64_t sequence, int sender) const {
+    return inbox_ + ((sequence & 1) * size_ + static_cast<size_t>(sender)) * kInboxStride;
+  }
+  uint64_t next_inbox_sequence() { return ++inbox_sequence_; }
+  // Writes `bytes` of payload and then flag = `sequence` into `peer`'s slot for this member:
+  // direct stores where mapped, else UCX put, fence, put from a private outbox slot (of the
+  // same parity, so it is free again once the peer has consumed it; no flush is needed).
+  void push(int peer, uint64_t sequence, const void* payload, size_t bytes);
   uint64_t signal_value(uint32_t slot) const { return team_.signal_value(slot); }
 
   // Drives `task` to completion: progresses the transport while it waits and ends in a Timeout
@@ -84,7 +102,10 @@ class CollContext {
   int size_;
   std::vector<uint64_t> consumed_;
   std::vector<std::byte> scratch_, scratch2_;
-  std::string operation_ = "collective";
+  const char* operation_ = "collective";
+  size_t inbox_ = SIZE_MAX;
+  uint64_t inbox_sequence_ = 0;
+  std::vector<std::byte> outbox_;  // sources of pushes over UCX, by parity and peer
 };
 
 // Element range [begin, begin + count) of part `index` when `count` elements are split into

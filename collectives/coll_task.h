@@ -7,6 +7,7 @@
 #pragma once
 
 #include <coroutine>
+#include <cstddef>
 #include <cstdint>
 #include <exception>
 #include <string>
@@ -16,10 +17,11 @@ namespace rankflow::coll {
 
 class CollContext;
 
-// What a suspended algorithm waits for: local counter `slot` reaching `target` (from `peer`).
+// What a suspended algorithm waits for: the local 64-bit word `word` (a signal counter or a
+// flag in the team's window) reaching `target`, written by `peer`.
 struct SignalAwait {
   CollContext* context;
-  uint32_t slot;
+  const uint64_t* word;
   uint64_t target;
   int peer;
 
@@ -35,7 +37,7 @@ struct SignalAwait {
 class CollTask {
  public:
   struct promise_type {
-    SignalAwait waiting{nullptr, 0, 0, -1};
+    SignalAwait waiting{nullptr, nullptr, 0, -1};
     std::exception_ptr error;
     CollTask get_return_object() {
       return CollTask(std::coroutine_handle<promise_type>::from_promise(*this));
@@ -44,9 +46,14 @@ class CollTask {
     std::suspend_always final_suspend() noexcept { return {}; }
     void return_void() {}
     void unhandled_exception() { error = std::current_exception(); }
+    // Frames are recycled per thread: a collective call allocates nothing in the steady state.
+    static void* operator new(std::size_t bytes);
+    static void operator delete(void* frame, std::size_t bytes);
   };
 
   CollTask() = default;
+  // A task with nothing to do (for algorithms that finish without communicating).
+  static CollTask finished() { return CollTask(); }
   explicit CollTask(std::coroutine_handle<promise_type> handle) : handle_(handle) {}
   CollTask(CollTask&& other) noexcept : handle_(std::exchange(other.handle_, {})) {}
   CollTask& operator=(CollTask&& other) noexcept {

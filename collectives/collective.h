@@ -11,11 +11,17 @@
 namespace rankflow::coll {
 
 struct AllreduceArgs {
-  size_t src;
+  size_t src;  // window offsets (algorithms that read peers' buffers use these)
   size_t dst;
   size_t count;
   const Reducer* reducer;
+  const std::byte* src_ptr = nullptr;  // local addresses, when the caller's buffers are not in
+  std::byte* dst_ptr = nullptr;        // the window (only paths that push data use them)
 };
+
+// True when onephase pushes the message through the low-latency inbox (flag and data in one
+// message, one round, any local memory for src and dst).
+bool onephase_pushes(const CollContext& c, size_t bytes);
 
 // Allreduce algorithms (one file each).
 // Arguments are taken by value: they live in the coroutine frame while the task is suspended.

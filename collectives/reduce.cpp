@@ -123,36 +123,59 @@ inline A apply(A a, A b) {
   if constexpr (Op == ReduceOp::kMax) return std::max(a, b);
 }
 
+// Every kernel is compiled for AVX-512, AVX2 and baseline x86-64, and the loader picks the best
+// one the CPU has (GCC function multi-versioning).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define RANKFLOW_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define RANKFLOW_VECTOR_CLONES
+#endif
+
 template <typename T, ReduceOp Op>
 struct Kernels {
   using Tr = Traits<T>;
   using Acc = typename Tr::Acc;
-  static void load(void* acc, const void* in, size_t n) {
+  RANKFLOW_VECTOR_CLONES static void load(void* acc, const void* in, size_t n) {
     Acc* __restrict a = static_cast<Acc*>(acc);
     const T* __restrict x = static_cast<const T*>(in);
     for (size_t i = 0; i < n; ++i)
       a[i] = Tr::to_acc(x[i]);
   }
-  static void accumulate(void* acc, const void* in, size_t n) {
+  RANKFLOW_VECTOR_CLONES static void accumulate(void* acc, const void* in, size_t n) {
     Acc* __restrict a = static_cast<Acc*>(acc);
     const T* __restrict x = static_cast<const T*>(in);
     for (size_t i = 0; i < n; ++i)
       a[i] = apply<Op, Acc>(a[i], Tr::to_acc(x[i]));
   }
-  static void store(void* out, const void* acc, size_t n) {
+  RANKFLOW_VECTOR_CLONES static void store(void* out, const void* acc, size_t n) {
     T* __restrict o = static_cast<T*>(out);
     const Acc* __restrict a = static_cast<const Acc*>(acc);
     for (size_t i = 0; i < n; ++i)
       o[i] = Tr::from_acc(a[i]);
   }
-  static void combine(void* inout, const void* in, size_t n) {
+  RANKFLOW_VECTOR_CLONES static void combine(void* inout, const void* in, size_t n) {
     T* __restrict o = static_cast<T*>(inout);
     const T* __restrict x = static_cast<const T*>(in);
     for (size_t i = 0; i < n; ++i)
       o[i] = Tr::from_acc(apply<Op, Acc>(Tr::to_acc(o[i]), Tr::to_acc(x[i])));
   }
+  RANKFLOW_VECTOR_CLONES static void reduce2_distinct(void* out, const void* a, const void* b,
+                                                      size_t n) {
+    T* __restrict o = static_cast<T*>(out);
+    const T* __restrict x = static_cast<const T*>(a);
+    const T* __restrict y = static_cast<const T*>(b);
+    for (size_t i = 0; i < n; ++i) {
+      o[i] = Tr::from_acc(apply<Op, Acc>(Tr::to_acc(x[i]), Tr::to_acc(y[i])));
+    }
+  }
+  // The ops are commutative, so an output that is one of the inputs folds in the other.
+  static void reduce2(void* out, const void* a, const void* b, size_t n) {
+    if (out == a) return combine(out, b, n);
+    if (out == b) return combine(out, a, n);
+    reduce2_distinct(out, a, b, n);
+  }
   static Reducer make(DType dtype) {
-    return {dtype, Op, sizeof(T), sizeof(Acc), &load, &accumulate, &store, &combine};
+    return {dtype, Op, sizeof(T), sizeof(Acc), &load, &accumulate, &store, &combine, &reduce2};
   }
 };
 

@@ -23,6 +23,8 @@ struct Reducer {
   void (*store)(void* out, const void* acc, size_t n);
   // inout[i] = inout[i] op in[i], both dtype (one rounding per call for f16/bf16).
   void (*combine)(void* inout, const void* in, size_t n);
+  // out[i] = a[i] op b[i], all dtype, in one pass; out may be a or b (element-wise aliasing).
+  void (*reduce2)(void* out, const void* a, const void* b, size_t n);
 };
 
 // Throws InvalidArgument for a combination rankflow does not support.

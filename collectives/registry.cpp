@@ -2,7 +2,6 @@
 #include "collectives/registry.h"
 
 #include <cstdlib>
-#include <mutex>
 
 #include "common/log.h"
 #include "rankflow/error.h"
@@ -11,11 +10,13 @@ namespace rankflow::coll {
 namespace {
 
 constexpr AllreduceAlgorithm kAllreduce[] = {
-    {"onephase", &allreduce_onephase, "mesh: every member reads every input"},
-    {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh"},
-    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring"},
-    {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions"},
-    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)"},
+    {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)"},
+    {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
+     "allreduce(twophase)"},
+    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring", "allreduce(ring)"},
+    {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
+     "allreduce(bidirectional_ring)"},
+    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)"},
 };
 
 std::string valid_names() {
@@ -110,26 +111,26 @@ const AllreduceAlgorithm& default_allreduce(size_t bytes, int members) {
   return kAllreduce[1];
 }
 
-const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members) {
-  if (requested != "auto") return find_allreduce(requested);
-  static std::mutex mutex;
-  static std::string cached_spec;
-  static std::vector<SizeRule> cached_rules;
+std::vector<SizeRule> overrides_from_environment() {
   const char* env = std::getenv("RANKFLOW_ALLREDUCE");
+  if (env == nullptr || *env == '\0') return {};
+  return parse_size_rules(env);
+}
+
+const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
+                                           const std::vector<SizeRule>& overrides) {
+  if (requested != "auto") return find_allreduce(requested);
   const AllreduceAlgorithm* chosen = nullptr;
-  if (env != nullptr && *env != '\0') {
-    std::lock_guard lock(mutex);
-    if (cached_spec != env) {
-      cached_rules = parse_size_rules(env);
-      cached_spec = env;
-    }
-    for (const SizeRule& rule : cached_rules) {
-      if (bytes >= rule.min_bytes && bytes < rule.max_bytes) chosen = rule.algorithm;
-      if (chosen) break;
+  for (const SizeRule& rule : overrides) {
+    if (bytes >= rule.min_bytes && bytes < rule.max_bytes) {
+      chosen = rule.algorithm;
+      break;
     }
   }
   if (chosen == nullptr) chosen = &default_allreduce(bytes, members);
-  log::debug("allreduce of ", bytes, " bytes on ", members, " members: ", chosen->name);
+  if (log::enabled(env::LogLevel::kDebug)) {
+    log::debug("allreduce of ", bytes, " bytes on ", members, " members: ", chosen->name);
+  }
   return *chosen;
 }
 

@@ -19,6 +19,7 @@ struct AllreduceAlgorithm {
   std::string_view name;
   AllreduceFn run;
   std::string_view summary;
+  const char* label;  // "allreduce(<name>)", as diagnostics name it
 };
 
 std::span<const AllreduceAlgorithm> allreduce_algorithms();
@@ -38,8 +39,12 @@ std::vector<SizeRule> parse_size_rules(std::string_view spec);
 // The built-in choice, documented in docs/collectives.md.
 const AllreduceAlgorithm& default_allreduce(size_t bytes, int members);
 
-// `requested` is an algorithm name or "auto"; "auto" consults RANKFLOW_ALLREDUCE, then the
-// built-in table.
-const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members);
+// The rules of RANKFLOW_ALLREDUCE (none when unset). Throws InvalidArgument for a bad value.
+std::vector<SizeRule> overrides_from_environment();
+
+// `requested` is an algorithm name or "auto"; "auto" takes the first override rule whose range
+// holds `bytes`, then the built-in table.
+const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
+                                           const std::vector<SizeRule>& overrides);
 
 }  // namespace rankflow::coll

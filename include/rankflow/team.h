@@ -84,6 +84,8 @@ class Team {
   uint64_t wait_signal(uint32_t slot, uint64_t at_least, int from_peer = -1,
                        const char* operation = "wait_signal") const;
   uint64_t signal_value(uint32_t slot) const;
+  // The local counter itself, for loops that poll it directly (read with acquire semantics).
+  const uint64_t* signal_word(uint32_t slot) const;
   uint32_t signal_slots() const;
 
   // Waits until the local 64-bit word at `offset` satisfies the comparison.

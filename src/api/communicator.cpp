@@ -34,13 +34,16 @@ struct RequestState {
   std::shared_ptr<SymmetricAllocation> allocation;  // or the symmetric buffer's
   coll::CollContext* context = nullptr;
   coll::CollTask task;
-  std::function<void()> finish;  // copy-out from staging, once complete
+  // Copy-out from staging once complete.
+  void* copy_to = nullptr;
+  const std::byte* copy_from = nullptr;
+  size_t copy_bytes = 0;
   bool finished = false;
 
   void complete_once() {
     if (finished) return;
     finished = true;
-    if (finish) finish();
+    if (copy_bytes > 0) std::memcpy(copy_to, copy_from, copy_bytes);
   }
 };
 
@@ -58,6 +61,7 @@ std::unique_ptr<coll::CollContext> make_coll(const std::shared_ptr<transport::Co
                                              const char* name) {
   int size = 0;
   MPI_Comm_size(comm, &size);
+  buffers.push_back({"inbox", coll::CollContext::inbox_buffer_bytes(size), 64});
   return std::make_unique<coll::CollContext>(transport::create_team(
       context, comm, std::move(buffers), name, coll::CollContext::signal_slots_for(size)));
 }
@@ -87,6 +91,7 @@ class CommunicatorImpl {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     grow_staging(kMinStage);
+    overrides_ = coll::overrides_from_environment();
   }
 
   ~CommunicatorImpl() {
@@ -117,43 +122,84 @@ class CommunicatorImpl {
     allocation->bytes = bytes;
     allocation->base = allocation->coll->local(allocation->offset);
     if (timeout_.count() > 0) allocation->coll->team().set_timeout(timeout_);
-    allocations_.push_back(allocation);
+    allocations_.push_back({allocation->base, bytes, allocation});
     return SymmetricBuffer(allocation);
   }
 
-  // Starts `make(coll, src_offset, dst_offset)` with send/recv in one window: in their
-  // symmetric allocation when both lie in the same one, else through the staging window (input
-  // copied in now, output copied out on completion). Completes any earlier request first.
-  template <typename Make>
-  std::shared_ptr<RequestState> start(const std::string& operation, const void* send,
-                                      size_t send_bytes, void* recv, size_t recv_bytes,
-                                      bool copy_in, bool copy_out, Make&& make) {
+  // Runs `prepare(state)`, then completes the state at once (blocking calls reuse one state and
+  // allocate nothing) or hands it out as a Request. Completes any earlier request first.
+  template <typename Prepare>
+  Request launch(bool blocking, Prepare&& prepare) {
     live();
     finish_outstanding();
+    if (blocking) {
+      RequestState& state = blocking_;
+      state.allocation.reset();
+      state.copy_bytes = 0;
+      state.finished = false;
+      prepare(state);
+      complete(state);
+      state.task = coll::CollTask();
+      return Request();
+    }
     auto state = std::make_shared<RequestState>();
     state->owner = self_.lock();
-    if (auto a = owner(send, send_bytes); a && a == owner(recv, recv_bytes)) {
-      state->allocation = a;
-      state->context = a->coll.get();
-      state->context->set_operation(operation);
-      state->task = make(*state->context, offset_in(*a, send), offset_in(*a, recv));
-    } else {
-      coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
-      state->context = &stage;
-      stage.set_operation(operation);
-      const size_t in = stage.team().offset("in");
-      const size_t out = stage.team().offset(send == recv && !copy_in ? "in" : "out");
-      if (copy_in && send_bytes > 0) std::memcpy(stage.local(in), send, send_bytes);
-      if (copy_out && recv_bytes > 0) {
-        std::byte* staged_out = stage.local(out);
-        state->finish = [recv, staged_out, recv_bytes] {
-          std::memcpy(recv, staged_out, recv_bytes);
-        };
-      }
-      state->task = make(stage, in, out);
-    }
+    prepare(*state);
     outstanding_ = state;
-    return state;
+    return Request(state);
+  }
+
+  // Prepares `make(coll, src_offset, dst_offset)` with send/recv in one window: their symmetric
+  // allocation when both lie in the same one, else the staging window (input copied in now,
+  // output copied out on completion).
+  template <typename Make>
+  void prepare_pair(RequestState& state, const char* operation, const void* send, size_t send_bytes,
+                    void* recv, size_t recv_bytes, bool copy_in, bool copy_out, Make&& make) {
+    if (auto a = symmetric_pair(send, send_bytes, recv, recv_bytes)) {
+      state.context = a->coll.get();
+      state.context->set_operation(operation);
+      state.task = make(*state.context, offset_in(*a, send), offset_in(*a, recv));
+      state.allocation = std::move(a);
+      return;
+    }
+    coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
+    state.context = &stage;
+    stage.set_operation(operation);
+    const size_t in = stage.team().offset("in");
+    const size_t out = stage.team().offset(send == recv && !copy_in ? "in" : "out");
+    if (copy_in && send_bytes > 0) std::memcpy(stage.local(in), send, send_bytes);
+    if (copy_out && recv_bytes > 0) {
+      state.copy_to = recv;
+      state.copy_from = stage.local(out);
+      state.copy_bytes = recv_bytes;
+    }
+    state.task = make(stage, in, out);
+  }
+
+  // Prepares `make(staging)` on the caller's own memory: for algorithms that push from local
+  // buffers and never let peers read them (small onephase allreduce), so nothing is staged.
+  template <typename Make>
+  void prepare_local(RequestState& state, const char* operation, Make&& make) {
+    state.context = staging_.get();
+    staging_->set_operation(operation);
+    state.task = make(*staging_);
+  }
+
+  // The symmetric allocation holding both ranges, or null.
+  std::shared_ptr<SymmetricAllocation> symmetric_pair(const void* send, size_t send_bytes,
+                                                      const void* recv, size_t recv_bytes) {
+    for (auto it = allocations_.begin(); it != allocations_.end(); ++it) {
+      if (!it->holds(send, send_bytes) || !it->holds(recv, recv_bytes)) continue;
+      if (auto allocation = it->allocation.lock()) return allocation;
+      allocations_.erase(it);  // released; its range may be reused by a later allocation
+      return nullptr;
+    }
+    return nullptr;
+  }
+
+  coll::CollContext& staging() {
+    live();
+    return *staging_;
   }
 
   void complete(RequestState& state, std::chrono::nanoseconds timeout = {}) {
@@ -165,8 +211,6 @@ class CommunicatorImpl {
     if (auto previous = outstanding_.lock(); previous && !previous->finished) complete(*previous);
     outstanding_.reset();
   }
-
-  Request request(std::shared_ptr<RequestState> state) { return Request(std::move(state)); }
 
   void set_self(const std::shared_ptr<CommunicatorImpl>& self) { self_ = self; }
 
@@ -182,18 +226,6 @@ class CommunicatorImpl {
     staging_->team().barrier();
   }
 
-  std::shared_ptr<RequestState> start_barrier() {
-    live();
-    finish_outstanding();
-    auto state = std::make_shared<RequestState>();
-    state->owner = self_.lock();
-    state->context = staging_.get();
-    staging_->set_operation("barrier");
-    state->task = coll::barrier_mesh(*staging_);
-    outstanding_ = state;
-    return state;
-  }
-
   void check_root(int root, const char* operation) const {
     if (root < 0 || root >= size_) {
       throw InvalidArgument(std::string(operation) + ": root " + std::to_string(root) +
@@ -202,6 +234,10 @@ class CommunicatorImpl {
   }
 
   std::shared_ptr<transport::Context> context() const { return context_; }
+
+  const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes) const {
+    return coll::select_allreduce(requested, bytes, size_, overrides_);
+  }
 
  private:
   static constexpr size_t kMinStage = size_t{1} << 20;
@@ -230,22 +266,6 @@ class CommunicatorImpl {
     stage_bytes_ = bytes;
   }
 
-  std::shared_ptr<SymmetricAllocation> owner(const void* p, size_t bytes) {
-    const auto* address = static_cast<const std::byte*>(p);
-    for (auto it = allocations_.begin(); it != allocations_.end();) {
-      auto allocation = it->lock();
-      if (!allocation) {
-        it = allocations_.erase(it);
-        continue;
-      }
-      if (address >= allocation->base && address + bytes <= allocation->base + allocation->bytes) {
-        return allocation;
-      }
-      ++it;
-    }
-    return nullptr;
-  }
-
   static size_t offset_in(const SymmetricAllocation& a, const void* p) {
     return a.offset + static_cast<size_t>(static_cast<const std::byte*>(p) - a.base);
   }
@@ -257,8 +277,19 @@ class CommunicatorImpl {
   std::unique_ptr<coll::CollContext> staging_;
   size_t stage_bytes_ = 0;
   std::chrono::nanoseconds timeout_{0};  // 0: the transport's default
-  std::vector<std::weak_ptr<SymmetricAllocation>> allocations_;
+  struct Registered {
+    const std::byte* base;
+    size_t bytes;
+    std::weak_ptr<SymmetricAllocation> allocation;
+    bool holds(const void* p, size_t n) const {
+      const auto* address = static_cast<const std::byte*>(p);
+      return address >= base && n <= bytes && address - base <= static_cast<ptrdiff_t>(bytes - n);
+    }
+  };
+  std::vector<Registered> allocations_;
   std::weak_ptr<RequestState> outstanding_;
+  RequestState blocking_;
+  std::vector<coll::SizeRule> overrides_;  // RANKFLOW_ALLREDUCE, read when created
   std::weak_ptr<CommunicatorImpl> self_;
 };
 
@@ -283,9 +314,6 @@ SymmetricBuffer Communicator::alloc(size_t bytes) const {
 void Communicator::barrier() const {
   impl_->barrier();
 }
-Request Communicator::ibarrier() const {
-  return impl_->request(impl_->start_barrier());
-}
 void Communicator::set_timeout(std::chrono::nanoseconds timeout) {
   if (timeout.count() <= 0) throw InvalidArgument("Communicator::set_timeout: must be positive");
   impl_->set_timeout(timeout);
@@ -305,75 +333,125 @@ Communicator Communicator::split(int color, int key) const {
   return result;
 }
 
-Request Communicator::iallreduce(const void* send, void* recv, size_t count, DType dtype,
-                                 ReduceOp op, std::string_view algorithm) const {
+namespace {
+
+Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                     size_t count, DType dtype, ReduceOp op, std::string_view algorithm) {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t bytes = checked_bytes(count, dtype, 1, "allreduce");
-  const coll::AllreduceAlgorithm& chosen = coll::select_allreduce(algorithm, bytes, size());
-  return impl_->request(impl_->start("allreduce(" + std::string(chosen.name) + ")", send, bytes,
-                                     recv, bytes, true, true,
-                                     [&](coll::CollContext& c, size_t src, size_t dst) {
-                                       return chosen.run(c, {src, dst, count, &reducer});
-                                     }));
+  const coll::AllreduceAlgorithm& chosen = impl.select_allreduce(algorithm, bytes);
+  return impl.launch(blocking, [&](RequestState& state) {
+    const bool pushes =
+        chosen.run == &coll::allreduce_onephase && coll::onephase_pushes(impl.staging(), bytes);
+    if (pushes) {  // small: straight from and into the caller's memory (any), nothing staged
+      const auto* src = static_cast<const std::byte*>(send);
+      auto* dst = static_cast<std::byte*>(recv);
+      impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+        return coll::allreduce_onephase(c, {0, 0, count, &reducer, src, dst});
+      });
+      return;
+    }
+    impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, true, true,
+                      [&](coll::CollContext& c, size_t src, size_t dst) {
+                        return chosen.run(c, {src, dst, count, &reducer});
+                      });
+  });
 }
 
-Request Communicator::iallgather(const void* send, void* recv, size_t count, DType dtype) const {
+Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                     size_t count, DType dtype) {
   const size_t block = checked_bytes(count, dtype, 1, "allgather");
-  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "allgather");
+  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
   const size_t es = dtype_size(dtype);
-  return impl_->request(impl_->start("allgather", send, block, recv, total, true, true,
-                                     [&](coll::CollContext& c, size_t src, size_t dst) {
-                                       return coll::allgather_mesh(c, src, dst, count, es);
-                                     }));
+  return impl.launch(blocking, [&](RequestState& state) {
+    impl.prepare_pair(state, "allgather", send, block, recv, total, true, true,
+                      [&](coll::CollContext& c, size_t src, size_t dst) {
+                        return coll::allgather_mesh(c, src, dst, count, es);
+                      });
+  });
 }
 
+Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                          size_t count, DType dtype, ReduceOp op) {
+  const coll::Reducer& reducer = coll::reducer(dtype, op);
+  const size_t total =
+      checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
+  return impl.launch(blocking, [&](RequestState& state) {
+    impl.prepare_pair(state, "reduce_scatter", send, total, recv, count * dtype_size(dtype), true,
+                      true, [&](coll::CollContext& c, size_t src, size_t dst) {
+                        return coll::reduce_scatter_mesh(c, src, dst, count, reducer);
+                      });
+  });
+}
+
+Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t count, DType dtype,
+                     int root) {
+  impl.check_root(root, "broadcast");
+  const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
+  const bool is_root = impl.rank() == root;
+  // One buffer: staged through "in" only (copied in at the root, out everywhere else).
+  return impl.launch(blocking, [&](RequestState& state) {
+    impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, is_root, !is_root,
+                      [&](coll::CollContext& c, size_t at, size_t) {
+                        return coll::broadcast_direct(c, at, bytes, root);
+                      });
+  });
+}
+
+Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                      size_t count, DType dtype) {
+  const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
+  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
+  return impl.launch(blocking, [&](RequestState& state) {
+    impl.prepare_pair(state, "all_to_all", send, total, recv, total, true, true,
+                      [&](coll::CollContext& c, size_t src, size_t dst) {
+                        return coll::all_to_all_mesh(c, src, dst, block);
+                      });
+  });
+}
+
+}  // namespace
+
+Request Communicator::iallreduce(const void* send, void* recv, size_t count, DType dtype,
+                                 ReduceOp op, std::string_view algorithm) const {
+  return allreduce_on(*impl_, false, send, recv, count, dtype, op, algorithm);
+}
+Request Communicator::iallgather(const void* send, void* recv, size_t count, DType dtype) const {
+  return allgather_on(*impl_, false, send, recv, count, dtype);
+}
 Request Communicator::ireduce_scatter(const void* send, void* recv, size_t count, DType dtype,
                                       ReduceOp op) const {
-  const coll::Reducer& reducer = coll::reducer(dtype, op);
-  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "reduce_scatter");
-  return impl_->request(impl_->start("reduce_scatter", send, total, recv, count * dtype_size(dtype),
-                                     true, true, [&](coll::CollContext& c, size_t src, size_t dst) {
-                                       return coll::reduce_scatter_mesh(c, src, dst, count,
-                                                                        reducer);
-                                     }));
+  return reduce_scatter_on(*impl_, false, send, recv, count, dtype, op);
 }
-
 Request Communicator::ibroadcast(void* buffer, size_t count, DType dtype, int root) const {
-  impl_->check_root(root, "broadcast");
-  const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
-  const bool is_root = rank() == root;
-  // One buffer: staged through "in" only (copied in at the root, out everywhere else).
-  return impl_->request(impl_->start("broadcast", buffer, bytes, buffer, bytes, is_root, !is_root,
-                                     [&](coll::CollContext& c, size_t at, size_t) {
-                                       return coll::broadcast_direct(c, at, bytes, root);
-                                     }));
+  return broadcast_on(*impl_, false, buffer, count, dtype, root);
 }
-
 Request Communicator::iall_to_all(const void* send, void* recv, size_t count, DType dtype) const {
-  const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
-  const size_t total = checked_bytes(count, dtype, static_cast<size_t>(size()), "all_to_all");
-  return impl_->request(impl_->start("all_to_all", send, total, recv, total, true, true,
-                                     [&](coll::CollContext& c, size_t src, size_t dst) {
-                                       return coll::all_to_all_mesh(c, src, dst, block);
-                                     }));
+  return all_to_all_on(*impl_, false, send, recv, count, dtype);
+}
+Request Communicator::ibarrier() const {
+  return impl_->launch(false, [&](RequestState& state) {
+    impl_->prepare_local(state, "barrier",
+                         [](coll::CollContext& c) { return coll::barrier_mesh(c); });
+  });
 }
 
 void Communicator::allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                              std::string_view algorithm) const {
-  iallreduce(send, recv, count, dtype, op, algorithm).wait();
+  allreduce_on(*impl_, true, send, recv, count, dtype, op, algorithm);
 }
 void Communicator::allgather(const void* send, void* recv, size_t count, DType dtype) const {
-  iallgather(send, recv, count, dtype).wait();
+  allgather_on(*impl_, true, send, recv, count, dtype);
 }
 void Communicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype,
                                   ReduceOp op) const {
-  ireduce_scatter(send, recv, count, dtype, op).wait();
+  reduce_scatter_on(*impl_, true, send, recv, count, dtype, op);
 }
 void Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) const {
-  ibroadcast(buffer, count, dtype, root).wait();
+  broadcast_on(*impl_, true, buffer, count, dtype, root);
 }
 void Communicator::all_to_all(const void* send, void* recv, size_t count, DType dtype) const {
-  iall_to_all(send, recv, count, dtype).wait();
+  all_to_all_on(*impl_, true, send, recv, count, dtype);
 }
 
 bool Request::test() {

@@ -169,6 +169,12 @@ uint64_t Team::wait_signal(uint32_t slot, uint64_t at_least, int from_peer,
                               operation, from_peer, state_->timeout);
 }
 
+const uint64_t* Team::signal_word(uint32_t slot) const {
+  check_slot(slot, signal_slots(), "signal_word");
+  return reinterpret_cast<const uint64_t*>(state_->window->local_base() +
+                                           state_->layout.signal_slot(slot));
+}
+
 uint64_t Team::signal_value(uint32_t slot) const {
   check_slot(slot, signal_slots(), "signal_value");
   void* word = state_->window->local_base() + state_->layout.signal_slot(slot);

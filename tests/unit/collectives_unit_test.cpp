@@ -144,18 +144,20 @@ TEST(RegistryTest, OverrideRulesParse) {
 
 TEST(RegistryTest, EnvironmentOverrideChoosesBySize) {
   setenv("RANKFLOW_ALLREDUCE", "ring:0-1k;ibing:1k-1m", 1);
-  EXPECT_EQ(select_allreduce("auto", 100, 4).name, "ring");
-  EXPECT_EQ(select_allreduce("auto", 4096, 4).name, "ibing");
-  EXPECT_EQ(select_allreduce("auto", size_t{8} << 20, 4).name, "twophase");  // no rule: table
-  EXPECT_EQ(select_allreduce("onephase", 100, 4).name, "onephase");          // explicit wins
+  const auto rules = overrides_from_environment();
+  EXPECT_EQ(select_allreduce("auto", 100, 4, rules).name, "ring");
+  EXPECT_EQ(select_allreduce("auto", 4096, 4, rules).name, "ibing");
+  EXPECT_EQ(select_allreduce("auto", size_t{8} << 20, 4, rules).name, "twophase");  // table
+  EXPECT_EQ(select_allreduce("onephase", 100, 4, rules).name, "onephase");          // explicit wins
   setenv("RANKFLOW_ALLREDUCE", "fastest", 1);
   try {
-    select_allreduce("auto", 100, 4);
+    overrides_from_environment();
     FAIL() << "an unknown name must be an error";
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("valid algorithms are onephase, twophase"));
   }
   unsetenv("RANKFLOW_ALLREDUCE");
+  EXPECT_TRUE(overrides_from_environment().empty());
 }
 
 }  // namespace
