@@ -1,7 +1,8 @@
 // Hardware ceilings on one machine, the figures rankflow's transfers are judged against:
 //   - memcpy on one core, by size (the best a one-sided copy between two ranks can do);
 //   - y += x over float32, by size (the reduction kernel rate collectives need);
-//   - a cache-line ping-pong between two threads on two cores (the floor of any flag hand-off).
+//   - a cache-line ping-pong between two threads on two cores (the floor of any flag hand-off);
+//   - rankflow's own reduction kernels, to set beside memcpy.
 #include <benchmark/benchmark.h>
 #include <pthread.h>
 #include <sched.h>
@@ -11,6 +12,8 @@
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#include "collectives/reduce.h"
 
 namespace {
 
@@ -75,5 +78,34 @@ void BM_CacheLinePingPong(benchmark::State& state) {
   state.SetLabel("time is one round trip; one-way is half");
 }
 BENCHMARK(BM_CacheLinePingPong)->UseRealTime();
+
+// rankflow's reduction kernels (collectives/reduce.h), bytes of output per second, to compare
+// with BM_Memcpy at the same size: fused two-input (out = a op b) and in-place combine.
+void BM_RankflowReduce2(benchmark::State& state, rankflow::DType dtype) {
+  const auto& r = rankflow::coll::reducer(dtype, rankflow::ReduceOp::kSum);
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  std::vector<std::byte> a(bytes), b(bytes), out(bytes);
+  for (auto _ : state) {
+    r.reduce2(out.data(), a.data(), b.data(), bytes / r.elem_size);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+BENCHMARK_CAPTURE(BM_RankflowReduce2, f32, rankflow::DType::kF32)->RangeMultiplier(16)->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowReduce2, bf16, rankflow::DType::kBF16)->RangeMultiplier(16)->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowReduce2, f16, rankflow::DType::kF16)->RangeMultiplier(16)->Range(4096, 64 << 20);
+
+void BM_RankflowCombine(benchmark::State& state, rankflow::DType dtype) {
+  const auto& r = rankflow::coll::reducer(dtype, rankflow::ReduceOp::kSum);
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  std::vector<std::byte> in(bytes), inout(bytes);
+  for (auto _ : state) {
+    r.combine(inout.data(), in.data(), bytes / r.elem_size);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+}
+BENCHMARK_CAPTURE(BM_RankflowCombine, f32, rankflow::DType::kF32)->RangeMultiplier(16)->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowCombine, f64, rankflow::DType::kF64)->RangeMultiplier(16)->Range(4096, 64 << 20);
 
 }  // namespace
