@@ -55,14 +55,17 @@ CollTask read_in_place(CollContext& c, AllreduceArgs a) {
     co_await c.await(c.peer(-d), Purpose::kReady);
   // Peers read our input until they say done, so in place (or with an f32 accumulator) the
   // result is built in scratch and written out at the end.
-  const bool direct_into_dst = a.src != a.dst && r.acc_size == r.elem_size;
+  // The result goes to a.dst_ptr (the caller's memory) when given, else to dst in the window.
+  std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
+  const bool direct_into_dst =
+      (a.dst_ptr != nullptr || a.src != a.dst) && r.acc_size == r.elem_size;
   const size_t block = std::max<size_t>(1, kBlockBytes / r.acc_size);
-  std::byte* acc_all = direct_into_dst ? c.local(a.dst) : c.scratch(a.count * r.acc_size);
+  std::byte* acc_all = direct_into_dst ? out : c.scratch(a.count * r.acc_size);
   // Room to fetch two blocks where peers are not mapped (both inputs of the fused pair pass).
   const size_t block_bytes = std::min(a.count, block) * r.elem_size;
   std::byte* fallback = c.scratch2(2 * block_bytes);
   // Two members out of place: one fused pass per block straight into dst.
-  std::byte* pair_out = c.size() == 2 && direct_into_dst ? c.local(a.dst) : nullptr;
+  std::byte* pair_out = c.size() == 2 && direct_into_dst ? out : nullptr;
   for (size_t first = 0; first < a.count; first += block) {
     const size_t n = std::min(block, a.count - first);
     if (pair_out != nullptr) {
@@ -86,7 +89,7 @@ CollTask read_in_place(CollContext& c, AllreduceArgs a) {
     c.notify(c.peer(d), Purpose::kDone);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), Purpose::kDone);
-  if (!direct_into_dst) r.store(c.local(a.dst), acc_all, a.count);
+  if (!direct_into_dst) r.store(out, acc_all, a.count);
 }
 
 }  // namespace

@@ -53,11 +53,16 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
 
 }  // namespace
 
+bool writes_dst_ptr(CollTask (*run)(CollContext&, AllreduceArgs)) {
+  return run == &allreduce_onephase || run == &allreduce_twophase;
+}
+
 CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   const size_t es = r.elem_size;
   if (c.size() == 1 || a.count == 0) {
-    if (a.src != a.dst) std::memmove(c.local(a.dst), c.local(a.src), a.count * es);
+    std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
+    if (out != c.local(a.src)) std::memmove(out, c.local(a.src), a.count * es);
     co_return;
   }
   const int me = c.rank();
@@ -75,12 +80,16 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     co_await c.await(c.peer(-d), Purpose::kReady2);
 
   // Allgather: each part from its owner. Owners have finished reading our input (kReady2).
+  // With a.dst_ptr (the caller's own memory) the parts go straight there, our own part too.
+  std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
+  if (a.dst_ptr && mine.count > 0) {
+    std::memcpy(out + mine.begin * es, c.local(a.dst + mine.begin * es), mine.count * es);
+  }
   for (int d = 1; d < n; ++d) {
     const int p = c.peer(d);
     const Segment part = partition(a.count, n, p);
     if (part.count == 0) continue;
-    const size_t offset = a.dst + part.begin * es;
-    c.fetch(p, offset, c.local(offset), part.count * es);
+    c.fetch(p, a.dst + part.begin * es, out + part.begin * es, part.count * es);
   }
   c.complete_fetches();
   c.notify_all(Purpose::kDone);

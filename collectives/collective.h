@@ -15,9 +15,15 @@ struct AllreduceArgs {
   size_t dst;
   size_t count;
   const Reducer* reducer;
-  const std::byte* src_ptr = nullptr;  // local addresses, when the caller's buffers are not in
-  std::byte* dst_ptr = nullptr;        // the window (only paths that push data use them)
+  // Local addresses of the caller's own buffers when they are not in the window: the pushed
+  // onephase path reads src_ptr; onephase and twophase write their result to dst_ptr directly
+  // (dst in the window is then scratch that peers may read).
+  const std::byte* src_ptr = nullptr;
+  std::byte* dst_ptr = nullptr;
 };
+
+// True when `run` writes the result to AllreduceArgs::dst_ptr itself.
+bool writes_dst_ptr(CollTask (*run)(CollContext&, AllreduceArgs));
 
 // True when onephase pushes the message through the low-latency inbox (flag and data in one
 // message, one round, any local memory for src and dst).

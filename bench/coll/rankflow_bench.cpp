@@ -69,6 +69,33 @@ double time_batches(const std::function<void()>& fn, const std::function<void()>
   return median(per_batch);
 }
 
+// Times `iters` calls one by one, each after `prepare()` and `sync()` (neither counted);
+// returns the max over ranks of the mean per-call time (us).
+double time_calls(const std::function<void()>& fn, const std::function<void()>& prepare,
+                  const std::function<void()>& sync, int iters) {
+  prepare();
+  fn();  // warm-up
+  double total = 0;
+  for (int i = 0; i < iters; ++i) {
+    prepare();
+    sync();
+    const auto start = Clock::now();
+    fn();
+    total += std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+  }
+  return max_over_ranks(total / iters);
+}
+
+// One store per cache line: the buffer's lines become this core's, as after the application
+// wrote fresh input, so no peer can serve a collective from a stale cached copy.
+void touch(std::byte* data, size_t bytes) {
+  volatile std::byte* p = data;
+  for (size_t i = 0; i < bytes; i += 64)
+    p[i] = p[i];
+}
+
+constexpr size_t kFreshFrom = 64 * 1024;
+
 class Driver {
  public:
   Driver(const Options& options, Communicator& comm) : o_(options), comm_(comm) {
@@ -173,11 +200,15 @@ class Driver {
     return count * 4;
   }
 
+  size_t input_bytes(const std::string& coll, size_t count) const {
+    if (coll == "allreduce" || coll == "broadcast" || coll == "allgather") return count * 4;
+    if (coll == "barrier") return 0;
+    return count * 4 * comm_.size();
+  }
+
   // Runs both once on the same inputs; returns how many float elements differ.
   long check(const std::string& coll, const std::string& algo, size_t count, bool in_place) {
-    const size_t in_bytes = coll == "allreduce" || coll == "broadcast" ? count * 4
-                            : coll == "allgather"                      ? count * 4
-                                                                       : count * 4 * comm_.size();
+    const size_t in_bytes = input_bytes(coll, count);
     fill(send_, in_bytes);
     fill(mpi_send_.data(), in_bytes);
     if (coll == "allgather" && in_place) fill(recv_ + count * 4 * comm_.rank(), count * 4);
@@ -224,9 +255,21 @@ class Driver {
     auto oop = rankflow_call(coll, algo, row.count, false);
     auto ip = rankflow_call(coll, algo, row.count, true);
     auto mpi = mpi_call(coll, row.count);
-    // Interleave batches so that drift of the shared machine hits both sides alike.
+    // Interleave batches so that drift of the shared machine hits both sides alike. From
+    // kFreshFrom up, every call gets freshly written input (see touch), as in an application.
+    const size_t input = input_bytes(coll, row.count);
+    auto fresh = [this, input] { touch(send_, input); };
+    auto fresh_mpi = [this, input] { touch(mpi_send_.data(), input); };
+    const bool per_call = bytes >= kFreshFrom && coll != "barrier";
     std::vector<double> oop_b, ip_b, mpi_b;
     for (int b = 0; b < o_.batches; ++b) {
+      if (per_call) {
+        const int calls = std::max(2, iters / 2);
+        oop_b.push_back(time_calls(oop, fresh, sync, calls));
+        mpi_b.push_back(time_calls(mpi, fresh_mpi, mpi_sync, calls));
+        ip_b.push_back(time_calls(ip, fresh, sync, calls));
+        continue;
+      }
       std::vector<double> s;
       time_batches(oop, sync, iters, 1, &s);
       oop_b.push_back(s[0]);
@@ -250,6 +293,10 @@ class Driver {
     if (comm_.rank() != 0) return;
     std::printf("# rankflow-bench: %d ranks, %s buffers, f32 sum, median of %d batches\n",
                 comm_.size(), o_.symmetric ? "symmetric (comm.alloc)" : "plain user", o_.batches);
+    std::printf(
+        "# from %zu B up every call gets freshly written input (one store per cache "
+        "line, not timed), for rankflow and MPI alike\n",
+        kFreshFrom);
     std::printf(
         "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s\n",
         "collective", "algorithm", "size", "count", "type", "redop", "time", "algbw", "busbw",

@@ -91,9 +91,15 @@ void BM_RankflowReduce2(benchmark::State& state, rankflow::DType dtype) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
-BENCHMARK_CAPTURE(BM_RankflowReduce2, f32, rankflow::DType::kF32)->RangeMultiplier(16)->Range(4096, 64 << 20);
-BENCHMARK_CAPTURE(BM_RankflowReduce2, bf16, rankflow::DType::kBF16)->RangeMultiplier(16)->Range(4096, 64 << 20);
-BENCHMARK_CAPTURE(BM_RankflowReduce2, f16, rankflow::DType::kF16)->RangeMultiplier(16)->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowReduce2, f32, rankflow::DType::kF32)
+    ->RangeMultiplier(16)
+    ->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowReduce2, bf16, rankflow::DType::kBF16)
+    ->RangeMultiplier(16)
+    ->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowReduce2, f16, rankflow::DType::kF16)
+    ->RangeMultiplier(16)
+    ->Range(4096, 64 << 20);
 
 void BM_RankflowCombine(benchmark::State& state, rankflow::DType dtype) {
   const auto& r = rankflow::coll::reducer(dtype, rankflow::ReduceOp::kSum);
@@ -105,7 +111,11 @@ void BM_RankflowCombine(benchmark::State& state, rankflow::DType dtype) {
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
-BENCHMARK_CAPTURE(BM_RankflowCombine, f32, rankflow::DType::kF32)->RangeMultiplier(16)->Range(4096, 64 << 20);
-BENCHMARK_CAPTURE(BM_RankflowCombine, f64, rankflow::DType::kF64)->RangeMultiplier(16)->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowCombine, f32, rankflow::DType::kF32)
+    ->RangeMultiplier(16)
+    ->Range(4096, 64 << 20);
+BENCHMARK_CAPTURE(BM_RankflowCombine, f64, rankflow::DType::kF64)
+    ->RangeMultiplier(16)
+    ->Range(4096, 64 << 20);
 
 }  // namespace

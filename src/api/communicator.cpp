@@ -158,7 +158,7 @@ class CommunicatorImpl {
     if (auto a = symmetric_pair(send, send_bytes, recv, recv_bytes)) {
       state.context = a->coll.get();
       state.context->set_operation(operation);
-      state.task = make(*state.context, offset_in(*a, send), offset_in(*a, recv));
+      state.task = make(*state.context, offset_in(*a, send), offset_in(*a, recv), nullptr);
       state.allocation = std::move(a);
       return;
     }
@@ -173,7 +173,7 @@ class CommunicatorImpl {
       state.copy_from = stage.local(out);
       state.copy_bytes = recv_bytes;
     }
-    state.task = make(stage, in, out);
+    state.task = make(stage, in, out, static_cast<std::byte*>(recv));
   }
 
   // Prepares `make(staging)` on the caller's own memory: for algorithms that push from local
@@ -351,9 +351,12 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
       });
       return;
     }
-    impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, true, true,
-                      [&](coll::CollContext& c, size_t src, size_t dst) {
-                        return chosen.run(c, {src, dst, count, &reducer});
+    // Onephase and twophase write the caller's recv themselves: no copy-out from staging.
+    const bool direct_out = coll::writes_dst_ptr(chosen.run);
+    impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, true, !direct_out,
+                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
+                        return chosen.run(c, {src, dst, count, &reducer, nullptr,
+                                              direct_out ? staged_recv : nullptr});
                       });
   });
 }
@@ -365,7 +368,7 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const size_t es = dtype_size(dtype);
   return impl.launch(blocking, [&](RequestState& state) {
     impl.prepare_pair(state, "allgather", send, block, recv, total, true, true,
-                      [&](coll::CollContext& c, size_t src, size_t dst) {
+                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
                         return coll::allgather_mesh(c, src, dst, count, es);
                       });
   });
@@ -378,7 +381,7 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
       checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
   return impl.launch(blocking, [&](RequestState& state) {
     impl.prepare_pair(state, "reduce_scatter", send, total, recv, count * dtype_size(dtype), true,
-                      true, [&](coll::CollContext& c, size_t src, size_t dst) {
+                      true, [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
                         return coll::reduce_scatter_mesh(c, src, dst, count, reducer);
                       });
   });
@@ -392,7 +395,7 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   // One buffer: staged through "in" only (copied in at the root, out everywhere else).
   return impl.launch(blocking, [&](RequestState& state) {
     impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, is_root, !is_root,
-                      [&](coll::CollContext& c, size_t at, size_t) {
+                      [&](coll::CollContext& c, size_t at, size_t, std::byte*) {
                         return coll::broadcast_direct(c, at, bytes, root);
                       });
   });
@@ -404,7 +407,7 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
   return impl.launch(blocking, [&](RequestState& state) {
     impl.prepare_pair(state, "all_to_all", send, total, recv, total, true, true,
-                      [&](coll::CollContext& c, size_t src, size_t dst) {
+                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
                         return coll::all_to_all_mesh(c, src, dst, block);
                       });
   });

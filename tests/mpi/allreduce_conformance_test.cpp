@@ -161,9 +161,13 @@ std::string sweep() {
   const char* value = std::getenv("RANKFLOW_TEST_SWEEP");
   return value ? value : "full";
 }
-bool reduced_sweep() { return sweep() == "reduced"; }
+bool reduced_sweep() {
+  return sweep() == "reduced";
+}
 // "smoke" (many ranks on two cores): small counts, f32/f16/i32, sum and max only.
-bool smoke_sweep() { return sweep() == "smoke"; }
+bool smoke_sweep() {
+  return sweep() == "smoke";
+}
 
 std::vector<Case> cases(int members) {
   const size_t p = static_cast<size_t>(members);
@@ -174,9 +178,9 @@ std::vector<Case> cases(int members) {
       for (size_t count : {size_t{0}, size_t{1}, p - 1, p, size_t{1000003}, size_t{1} << 20}) {
         const bool large = count > 1000;
         if (large && reduced_sweep() && !(dtype == DType::kF32 && op == ReduceOp::kSum)) continue;
-        if (smoke_sweep() && (large || (dtype != DType::kF32 && dtype != DType::kF16 &&
-                                        dtype != DType::kI32) ||
-                              op == ReduceOp::kProd || op == ReduceOp::kMin)) {
+        if (smoke_sweep() &&
+            (large || (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kI32) ||
+             op == ReduceOp::kProd || op == ReduceOp::kMin)) {
           continue;
         }
         for (bool in_place : {false, true})
