@@ -234,9 +234,12 @@ void Team::close() {
 namespace transport {
 
 Team create_team(std::shared_ptr<Context> context, MPI_Comm comm, std::vector<BufferSpec> buffers,
-                 std::string name, uint32_t signal_slots) {
+                 std::string name, uint32_t signal_slots, bool last_buffer_here) {
   TeamLayout layout(std::move(buffers), signal_slots);
-  auto window = Window::create(std::move(context), comm, layout.total_bytes(), std::move(name));
+  const size_t bytes = last_buffer_here || layout.buffers().empty()
+                           ? layout.total_bytes()
+                           : layout.buffers().back().offset;
+  auto window = Window::create(std::move(context), comm, bytes, std::move(name));
   return Team(std::make_shared<TeamState>(std::move(window), std::move(layout)));
 }
 

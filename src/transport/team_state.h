@@ -30,8 +30,12 @@ class TeamState {
   uint64_t barrier_epoch = 0;
 };
 
-// Collective over `comm`: a team whose window holds the control area and `buffers`.
+// Collective over `comm`: a team whose window holds the control area and `buffers`. With
+// `last_buffer_here` false this member's window stops where the last buffer starts (a buffer
+// only some members hold, such as the host's tensor arena); peers' accesses to it are then
+// out of bounds.
 Team create_team(std::shared_ptr<Context> context, MPI_Comm comm, std::vector<BufferSpec> buffers,
-                 std::string name, uint32_t signal_slots = Team::kDefaultSignalSlots);
+                 std::string name, uint32_t signal_slots = Team::kDefaultSignalSlots,
+                 bool last_buffer_here = true);
 
 }  // namespace rankflow::transport

@@ -1,0 +1,234 @@
+// rankflow/runtime.h: the host/chip DAG runtime (orchestrated mode).
+//
+// Under `mpirun -n 1+N`, rank 0 is the host and ranks 1..N are chip workers (worker id =
+// rank - 1). Every rank runs the same main(): registers the same kernels and sub callables,
+// calls init(), then run() and close() collectively. The orchestration body passed to run()
+// executes on the host only; it creates tensors and submits tasks, and the runtime infers
+// dependencies from the byte ranges each task reads and writes (read-after-write,
+// write-after-write and write-after-read), dispatching each task once its predecessors are done:
+// directed tasks to a chip worker, sub tasks to a host thread.
+//
+//   rankflow::Worker worker(argc, argv, {.num_sub_workers = 1});
+//   auto add = worker.register_kernel("vector_add", vector_add);
+//   worker.init();
+//   worker.run([&](rankflow::Orchestrator& orch) {
+//     auto a = orch.host_tensor<float>({128}); ...
+//     orch.submit(add, {rankflow::in(a), rankflow::in(b), rankflow::out(c)}, /*worker=*/0);
+//   });
+//   worker.close();
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "rankflow/types.h"
+
+namespace rankflow {
+
+namespace runtime {
+class WorkerImpl;
+class Scheduler;
+struct TaskState;
+}  // namespace runtime
+
+// How a task uses a tensor argument (the reference's tags).
+enum class Access : uint8_t {
+  kInput,           // read
+  kOutput,          // written entirely (a new value)
+  kInOut,           // read and written
+  kOutputExisting,  // written, into memory that already holds data
+  kNoDep,           // passed through without creating dependencies
+};
+
+// A view of host memory: a byte offset into a buffer, a shape, and a dtype (contiguous).
+class Tensor {
+ public:
+  Tensor() = default;
+  const std::vector<size_t>& shape() const { return shape_; }
+  DType dtype() const { return dtype_; }
+  size_t elements() const;
+  size_t bytes() const { return elements() * dtype_size(dtype_); }
+  // Host-side access (on the host only, outside running tasks that write it).
+  template <typename T>
+  std::span<T> host() const {
+    return {reinterpret_cast<T*>(data_), bytes() / sizeof(T)};
+  }
+  // Rows [first, first + count) of the leading dimension, as a view of the same buffer.
+  Tensor rows(size_t first, size_t count) const;
+
+ private:
+  friend class Orchestrator;
+  friend class runtime::Scheduler;
+  uint64_t buffer_ = 0;  // identity of the allocation (dependencies are per buffer)
+  size_t offset_ = 0;    // bytes from the start of the host arena
+  std::vector<size_t> shape_;
+  DType dtype_ = DType::kF32;
+  std::byte* data_ = nullptr;
+};
+
+struct TensorArg {
+  Tensor tensor;
+  Access access;
+};
+inline TensorArg in(const Tensor& t) {
+  return {t, Access::kInput};
+}
+inline TensorArg out(const Tensor& t) {
+  return {t, Access::kOutput};
+}
+inline TensorArg inout(const Tensor& t) {
+  return {t, Access::kInOut};
+}
+inline TensorArg out_existing(const Tensor& t) {
+  return {t, Access::kOutputExisting};
+}
+inline TensorArg no_dep(const Tensor& t) {
+  return {t, Access::kNoDep};
+}
+
+// What a kernel or sub callable sees: its arguments as typed spans, and where it runs.
+class TaskContext {
+ public:
+  template <typename T>
+  std::span<const T> input(size_t i) const {
+    const Arg& a = arg(i);
+    return {reinterpret_cast<const T*>(a.data), a.bytes / sizeof(T)};
+  }
+  template <typename T>
+  std::span<T> output(size_t i) const {
+    const Arg& a = arg(i);
+    return {reinterpret_cast<T*>(a.data), a.bytes / sizeof(T)};
+  }
+  size_t args() const { return args_.size(); }
+  const std::vector<size_t>& shape(size_t i) const { return arg(i).shape; }
+  int worker() const { return worker_; }  // chip worker id, or -1 on a sub-worker
+  uint64_t task_id() const { return task_id_; }
+
+  struct Arg {
+    std::byte* data;
+    size_t bytes;
+    std::vector<size_t> shape;
+    Access access;
+  };
+  TaskContext(int worker, uint64_t task_id, std::vector<Arg> args)
+      : worker_(worker), task_id_(task_id), args_(std::move(args)) {}
+
+ private:
+  const Arg& arg(size_t i) const;
+  int worker_;
+  uint64_t task_id_;
+  std::vector<Arg> args_;
+};
+
+using TaskFn = std::function<void(TaskContext&)>;
+
+struct KernelHandle {
+  uint32_t index = UINT32_MAX;
+};
+struct SubHandle {
+  uint32_t index = UINT32_MAX;
+};
+
+// A submitted task: its id (for explicit `after` dependencies) and its completion.
+class TaskHandle {
+ public:
+  TaskHandle() = default;
+  uint64_t id() const;
+  bool done() const;
+  // Waits for completion; Timeout if it does not finish in time (the task is not cancelled).
+  // Throws the task's error if it failed.
+  void wait(std::chrono::nanoseconds timeout = std::chrono::seconds(120)) const;
+
+ private:
+  friend class Orchestrator;
+  explicit TaskHandle(std::shared_ptr<runtime::TaskState> state) : state_(std::move(state)) {}
+  std::shared_ptr<runtime::TaskState> state_;
+};
+
+// The host-side graph builder handed to the orchestration body.
+class Orchestrator {
+ public:
+  explicit Orchestrator(runtime::Scheduler& scheduler) : scheduler_(scheduler) {}
+
+  Tensor host_tensor(std::vector<size_t> shape, DType dtype);
+  template <typename T>
+  Tensor host_tensor(std::vector<size_t> shape);
+
+  // A task of `kernel` on chip worker `worker` (0..chips()-1); `after` adds explicit edges.
+  TaskHandle submit(KernelHandle kernel, std::vector<TensorArg> args, int worker,
+                    std::vector<uint64_t> after = {});
+  // A task of `sub` on any idle sub-worker thread of the host.
+  TaskHandle submit_sub(SubHandle sub, std::vector<TensorArg> args,
+                        std::vector<uint64_t> after = {});
+
+  int chips() const;
+
+ private:
+  runtime::Scheduler& scheduler_;
+};
+
+struct WorkerOptions {
+  int num_sub_workers = 1;
+  size_t host_arena_bytes = size_t{64} << 20;  // host tensors of one run
+};
+
+class Worker {
+ public:
+  // Initialises MPI if the program has not. Every rank constructs one.
+  Worker(int& argc, char**& argv, WorkerOptions options = {});
+  ~Worker();
+  Worker(const Worker&) = delete;
+  Worker& operator=(const Worker&) = delete;
+
+  // On every rank, in the same order, before init().
+  KernelHandle register_kernel(std::string name, TaskFn fn);
+  SubHandle register_sub(std::string name, TaskFn fn);
+
+  // Collective. Checks that every rank registered the same kernels and subs.
+  void init();
+  // Collective: the host runs `body`, chips serve its tasks until it returns and every task is
+  // done. Throws the run's first task error (on the host) after the run drains.
+  void run(const std::function<void(Orchestrator&)>& body);
+  // Collective. Safe to call twice; the destructor calls it.
+  void close();
+
+  bool is_host() const;
+  int rank() const;
+  int chips() const;
+
+ private:
+  std::unique_ptr<runtime::WorkerImpl> impl_;
+};
+
+template <typename T>
+inline DType dtype_of();
+template <>
+inline DType dtype_of<float>() {
+  return DType::kF32;
+}
+template <>
+inline DType dtype_of<double>() {
+  return DType::kF64;
+}
+template <>
+inline DType dtype_of<int32_t>() {
+  return DType::kI32;
+}
+template <>
+inline DType dtype_of<int64_t>() {
+  return DType::kI64;
+}
+
+template <typename T>
+Tensor Orchestrator::host_tensor(std::vector<size_t> shape) {
+  return host_tensor(std::move(shape), dtype_of<T>());
+}
+
+}  // namespace rankflow

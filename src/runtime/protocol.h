@@ -1,0 +1,49 @@
+// The host <-> chip protocol over the runtime's world team: a ring of task descriptors in every
+// chip's window (written by the host, one slot per task in flight) and a ring of completion
+// records per chip in the host's window (written by that chip). Plain structs copied as bytes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rankflow::runtime {
+
+constexpr uint32_t kRingSlots = 16;  // tasks in flight per chip
+constexpr uint32_t kMaxArgs = 16;
+constexpr uint32_t kMaxDims = 4;
+constexpr size_t kMessageBytes = 480;
+
+// Signal slots of the runtime team.
+constexpr uint32_t kPostedSignal = 0;    // on a chip: descriptors posted to it
+constexpr uint32_t kDoneSignalBase = 1;  // on the host: + chip id, completions from that chip
+
+enum class DescKind : uint32_t { kTask = 1, kEndRun = 2 };
+
+struct ArgDesc {
+  uint64_t offset;  // bytes from the start of the host arena
+  uint64_t bytes;
+  uint32_t access;
+  uint32_t ndim;
+  uint64_t shape[kMaxDims];
+};
+
+struct TaskDesc {
+  DescKind kind;
+  uint32_t kernel;
+  uint64_t task_id;
+  uint32_t nargs;
+  uint32_t reserved;
+  ArgDesc args[kMaxArgs];
+};
+
+struct Completion {
+  uint64_t task_id;
+  uint32_t ok;
+  uint32_t reserved;
+  char message[kMessageBytes];
+};
+
+constexpr size_t kDescStride = (sizeof(TaskDesc) + 63) / 64 * 64;
+constexpr size_t kCompletionStride = (sizeof(Completion) + 63) / 64 * 64;
+
+}  // namespace rankflow::runtime

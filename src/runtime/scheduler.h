@@ -1,0 +1,96 @@
+// Scheduler: the host side of a run. The orchestration body (main thread) submits tasks; the
+// scheduler thread owns the transport while a run is active: it posts ready chip tasks to each
+// chip's ring in the order they became ready (one FIFO per chip), reads completions, releases
+// dependents, and hands sub tasks to the sub-worker threads. A task that fails skips every task
+// that depends on it; the run's first error is rethrown when the run ends.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "rankflow/runtime.h"
+#include "runtime/dependencies.h"
+#include "runtime/protocol.h"
+
+namespace rankflow::runtime {
+
+class WorkerImpl;
+
+enum class TaskStatus : int { kWaiting, kReady, kRunning, kSucceeded, kFailed, kSkipped };
+
+struct TaskState {
+  uint64_t id = 0;
+  bool sub = false;
+  uint32_t fn = 0;
+  int worker = -1;
+  std::string name;
+  std::vector<TensorArg> args;
+  int pending = 0;
+  std::vector<std::shared_ptr<TaskState>> dependents;
+  std::atomic<TaskStatus> status{TaskStatus::kWaiting};
+  std::string error;  // written before status becomes kFailed or kSkipped
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(WorkerImpl& worker);
+  ~Scheduler();
+
+  int chips() const { return chips_; }
+  void begin_run();
+  // Waits for every task of the run, ends the run on every chip, and rethrows the first error.
+  void end_run();
+
+  Tensor host_tensor(std::vector<size_t> shape, DType dtype);
+  std::shared_ptr<TaskState> submit(bool sub, uint32_t fn, std::vector<TensorArg> args, int worker,
+                                    const std::vector<uint64_t>& after);
+
+ private:
+  void loop();        // the scheduler thread
+  void sub_worker();  // each sub-worker thread
+  bool dispatch();    // posts ready chip tasks; true if it did anything
+  bool collect();     // reads chip completions; true if it did anything
+  void post(const TaskState& task, uint64_t slot);
+  void post_end_of_run(int chip);
+  void finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
+  void skip_dependents(const std::shared_ptr<TaskState>& task, const std::string& why);
+  void make_ready(const std::shared_ptr<TaskState>& task);
+  void wait_for_drain();
+  std::vector<ByteUse> uses_of(const std::vector<TensorArg>& args, const std::string& name) const;
+
+  WorkerImpl& worker_;
+  int chips_;
+  size_t arena_offset_ = 0;
+  std::byte* arena_ = nullptr;
+  size_t arena_used_ = 0;
+  uint64_t next_buffer_ = 1;
+  uint64_t next_task_ = 1;
+
+  std::mutex mutex_;
+  std::condition_variable sub_ready_cv_;
+  DependencyTracker tracker_;
+  std::unordered_map<uint64_t, std::shared_ptr<TaskState>> live_;
+  std::vector<std::deque<std::shared_ptr<TaskState>>> chip_ready_;
+  std::deque<std::shared_ptr<TaskState>> sub_ready_;
+  std::vector<std::vector<std::shared_ptr<TaskState>>> in_flight_;  // [chip][slot]
+  std::vector<uint64_t> posted_;                                    // descriptors posted per chip
+  std::vector<uint64_t> completed_;                                 // completions read per chip
+  std::vector<std::vector<TaskDesc>> outbox_;  // [chip][slot], the source of each post
+  size_t outstanding_ = 0;
+  std::string first_error_;
+  std::atomic<uint64_t> progress_marker_{0};
+
+  std::atomic<bool> stop_{false};
+  std::atomic<bool> stop_subs_{false};
+  std::thread thread_;
+  std::vector<std::thread> subs_;
+};
+
+}  // namespace rankflow::runtime

@@ -1,0 +1,324 @@
+// Worker lifecycle on every rank, and the chip workers' service loop. Main thread of each rank
+// (the host's scheduler and sub-worker threads live in scheduler.cpp).
+#include <cstring>
+#include <functional>
+
+#include "common/log.h"
+#include "rankflow/error.h"
+#include "runtime/protocol.h"
+#include "runtime/scheduler.h"
+#include "runtime/worker_impl.h"
+#include "transport/progress.h"
+#include "transport/team_state.h"
+
+namespace rankflow::runtime {
+
+WorkerImpl::WorkerImpl(int& argc, char**& argv, WorkerOptions options)
+    : context_(transport::Context::acquire(&argc, &argv)), options_(options) {
+  rank_ = context_->world_rank();
+  size_ = context_->world_size();
+  if (size_ < 2) {
+    throw InvalidArgument(
+        "the DAG runtime needs a host and at least one chip worker: run it as "
+        "mpirun -n 1+N (got 1 rank)");
+  }
+  if (options_.num_sub_workers < 0 || options_.host_arena_bytes == 0) {
+    throw InvalidArgument("WorkerOptions: num_sub_workers must be >= 0 and host_arena_bytes > 0");
+  }
+}
+
+WorkerImpl::~WorkerImpl() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    log::warn("closing the worker: ", e.what());
+  }
+}
+
+void WorkerImpl::check_state(State expected, const char* operation) const {
+  if (state_ == expected) return;
+  const char* now = state_ == State::kRegistering ? "not initialised yet"
+                    : state_ == State::kReady     ? "already initialised"
+                                                  : "closed";
+  throw InvalidState(std::string(operation) + ": the worker is " + now);
+}
+
+KernelHandle WorkerImpl::register_kernel(std::string name, TaskFn fn) {
+  check_state(State::kRegistering, "register_kernel");
+  if (name.empty() || !fn) throw InvalidArgument("register_kernel needs a name and a callable");
+  kernels_.push_back({std::move(name), std::move(fn)});
+  return {static_cast<uint32_t>(kernels_.size() - 1)};
+}
+
+SubHandle WorkerImpl::register_sub(std::string name, TaskFn fn) {
+  check_state(State::kRegistering, "register_sub");
+  if (name.empty() || !fn) throw InvalidArgument("register_sub needs a name and a callable");
+  subs_.push_back({std::move(name), std::move(fn)});
+  return {static_cast<uint32_t>(subs_.size() - 1)};
+}
+
+// Every rank must register the same kernels and subs, in the same order.
+void WorkerImpl::check_registrations_match() {
+  std::string signature;
+  for (const auto& k : kernels_)
+    signature += "k:" + k.name + ";";
+  for (const auto& s : subs_)
+    signature += "s:" + s.name + ";";
+  const uint64_t mine = std::hash<std::string>{}(signature);
+  std::vector<uint64_t> all(size_);
+  MPI_Request request;
+  transport::check_mpi(
+      MPI_Iallgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &request),
+      "MPI_Iallgather(registrations)");
+  context_->mpi_wait(request, "init (registration check)");
+  for (int r = 0; r < size_; ++r) {
+    if (all[r] != all[0]) {
+      throw InvalidArgument("init: rank " + std::to_string(r) +
+                            " registered different kernels or subs than rank 0; register the "
+                            "same names in the same order on every rank (this rank: " +
+                            signature + ")");
+    }
+  }
+}
+
+void WorkerImpl::init() {
+  check_state(State::kRegistering, "init");
+  check_registrations_match();
+  const size_t completions = static_cast<size_t>(chips()) * kRingSlots * kCompletionStride;
+  // The arena is last, and only the host holds it.
+  team_ = std::make_unique<Team>(transport::create_team(
+      context_, MPI_COMM_WORLD,
+      {{"ring", kRingSlots * kDescStride},
+       {"completions", completions},
+       {"arena", options_.host_arena_bytes, 4096}},
+      "runtime", kDoneSignalBase + static_cast<uint32_t>(chips()), /*last_buffer_here=*/is_host()));
+  if (is_host()) scheduler_ = std::make_unique<Scheduler>(*this);
+  state_ = State::kReady;
+}
+
+void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
+  check_state(State::kReady, "run");
+  if (!is_host()) return serve_run();
+  scheduler_->begin_run();
+  std::exception_ptr body_error;
+  try {
+    Orchestrator orchestrator(*scheduler_);
+    body(orchestrator);
+  } catch (...) {
+    body_error = std::current_exception();
+  }
+  try {
+    scheduler_->end_run();
+  } catch (...) {
+    if (!body_error) throw;
+  }
+  if (body_error) std::rethrow_exception(body_error);
+}
+
+void WorkerImpl::close() {
+  if (state_ == State::kClosed) return;
+  if (state_ == State::kReady) {
+    scheduler_.reset();
+    team_->close();
+    team_.reset();
+  }
+  state_ = State::kClosed;
+}
+
+namespace {
+
+// The arguments of one task as the kernel sees them: straight into the host's mapped arena, or
+// staged through local copies fetched before and written back after the kernel.
+class ChipArgs {
+ public:
+  ChipArgs(Team& team, const TaskDesc& desc) : team_(team) {
+    const size_t arena = team.offset("arena");
+    staged_.resize(desc.nargs);
+    for (uint32_t i = 0; i < desc.nargs; ++i) {
+      const ArgDesc& a = desc.args[i];
+      std::vector<size_t> shape(a.shape, a.shape + a.ndim);
+      const auto access = static_cast<Access>(a.access);
+      std::byte* data = static_cast<std::byte*>(team.remote_ptr(0, arena + a.offset));
+      if (data == nullptr && a.bytes > 0) {
+        staged_[i].resize(a.bytes);
+        data = staged_[i].data();
+        if (access != Access::kOutput) team.get(0, arena + a.offset, data, a.bytes);
+      }
+      args_.push_back({data, a.bytes, std::move(shape), access});
+    }
+    team.flush();
+  }
+
+  // Writes staged outputs back to the host (they land before the completion signal).
+  void write_back(const TaskDesc& desc) {
+    const size_t arena = team_.offset("arena");
+    for (uint32_t i = 0; i < desc.nargs; ++i) {
+      const auto access = static_cast<Access>(desc.args[i].access);
+      const bool written = access == Access::kOutput || access == Access::kInOut ||
+                           access == Access::kOutputExisting;
+      if (written && !staged_[i].empty()) {
+        team_.put(0, arena + desc.args[i].offset, staged_[i].data(), staged_[i].size());
+      }
+    }
+    team_.flush();
+  }
+
+  std::vector<TaskContext::Arg> take() { return std::move(args_); }
+
+ private:
+  Team& team_;
+  std::vector<std::vector<std::byte>> staged_;
+  std::vector<TaskContext::Arg> args_;
+};
+
+void fill_message(Completion& record, const std::string& message) {
+  std::snprintf(record.message, kMessageBytes, "%s", message.c_str());
+}
+
+}  // namespace
+
+void WorkerImpl::serve_run() {
+  Team& t = *team_;
+  const int chip = rank_ - 1;
+  std::vector<Completion> records(kRingSlots);
+  // Idle chips wait for the host's next task for as long as RANKFLOW_TIMEOUT_S allows between
+  // two descriptors; the host's orchestration body must keep submitting or end the run.
+  for (;;) {
+    const uint64_t sequence = ++chip_sequence_;
+    t.wait_signal(kPostedSignal, sequence, 0, "chip worker waiting for the host's next task");
+    const uint64_t slot = (sequence - 1) % kRingSlots;
+    TaskDesc desc;
+    std::memcpy(&desc, t.local_ptr(t.offset("ring") + slot * kDescStride), sizeof(desc));
+    Completion& record = records[slot];
+    record = Completion{};
+    record.task_id = desc.task_id;
+    record.ok = 1;
+    if (desc.kind == DescKind::kTask) {
+      const std::string& name = kernels_.at(desc.kernel).name;
+      try {
+        ChipArgs args(t, desc);
+        TaskContext context(chip, desc.task_id, args.take());
+        kernels_[desc.kernel].fn(context);
+        args.write_back(desc);
+      } catch (const std::exception& e) {
+        record.ok = 0;
+        fill_message(record, "rank " + std::to_string(rank_) + ", chip worker " +
+                                 std::to_string(chip) + ", kernel '" + name + "': " + e.what());
+      } catch (...) {
+        record.ok = 0;
+        fill_message(record, "rank " + std::to_string(rank_) + ", chip worker " +
+                                 std::to_string(chip) + ", kernel '" + name +
+                                 "': unknown exception");
+      }
+    }
+    t.put(0, t.offset("completions") + (chip * kRingSlots + slot) * kCompletionStride, &record,
+          sizeof(record));
+    t.signal(0, kDoneSignalBase + static_cast<uint32_t>(chip));
+    if (desc.kind == DescKind::kEndRun) {
+      t.flush();
+      return;
+    }
+  }
+}
+
+}  // namespace rankflow::runtime
+
+namespace rankflow {
+
+size_t Tensor::elements() const {
+  size_t n = shape_.empty() ? 0 : 1;
+  for (size_t d : shape_)
+    n *= d;
+  return n;
+}
+
+Tensor Tensor::rows(size_t first, size_t count) const {
+  if (shape_.empty() || first + count > shape_[0]) {
+    throw InvalidArgument("Tensor::rows: rows [" + std::to_string(first) + ", " +
+                          std::to_string(first + count) + ") are outside a leading dimension of " +
+                          std::to_string(shape_.empty() ? 0 : shape_[0]));
+  }
+  Tensor view = *this;
+  const size_t row_bytes = shape_[0] == 0 ? 0 : bytes() / shape_[0];
+  view.shape_[0] = count;
+  view.offset_ += first * row_bytes;
+  view.data_ += first * row_bytes;
+  return view;
+}
+
+const TaskContext::Arg& TaskContext::arg(size_t i) const {
+  if (i >= args_.size()) {
+    throw InvalidArgument("task argument " + std::to_string(i) + " does not exist; the task has " +
+                          std::to_string(args_.size()));
+  }
+  return args_[i];
+}
+
+uint64_t TaskHandle::id() const {
+  return state_ ? state_->id : 0;
+}
+
+bool TaskHandle::done() const {
+  if (!state_) return false;
+  const auto s = state_->status.load();
+  return s == runtime::TaskStatus::kSucceeded || s == runtime::TaskStatus::kFailed ||
+         s == runtime::TaskStatus::kSkipped;
+}
+
+void TaskHandle::wait(std::chrono::nanoseconds timeout) const {
+  if (!state_) throw InvalidState("TaskHandle::wait on an empty handle");
+  transport::wait_until([&] { return done(); }, [] {}, timeout,
+                        [&] {
+                          return "task " + std::to_string(state_->id) + " ('" + state_->name +
+                                 "') did not finish within " + transport::format_seconds(timeout);
+                        });
+  if (state_->status != runtime::TaskStatus::kSucceeded) throw RemoteFailure(state_->error);
+}
+
+Tensor Orchestrator::host_tensor(std::vector<size_t> shape, DType dtype) {
+  return scheduler_.host_tensor(std::move(shape), dtype);
+}
+
+TaskHandle Orchestrator::submit(KernelHandle kernel, std::vector<TensorArg> args, int worker,
+                                std::vector<uint64_t> after) {
+  return TaskHandle(scheduler_.submit(false, kernel.index, std::move(args), worker, after));
+}
+
+TaskHandle Orchestrator::submit_sub(SubHandle sub, std::vector<TensorArg> args,
+                                    std::vector<uint64_t> after) {
+  return TaskHandle(scheduler_.submit(true, sub.index, std::move(args), -1, after));
+}
+
+int Orchestrator::chips() const {
+  return scheduler_.chips();
+}
+
+Worker::Worker(int& argc, char**& argv, WorkerOptions options)
+    : impl_(std::make_unique<runtime::WorkerImpl>(argc, argv, options)) {}
+Worker::~Worker() = default;
+KernelHandle Worker::register_kernel(std::string name, TaskFn fn) {
+  return impl_->register_kernel(std::move(name), std::move(fn));
+}
+SubHandle Worker::register_sub(std::string name, TaskFn fn) {
+  return impl_->register_sub(std::move(name), std::move(fn));
+}
+void Worker::init() {
+  impl_->init();
+}
+void Worker::run(const std::function<void(Orchestrator&)>& body) {
+  impl_->run(body);
+}
+void Worker::close() {
+  impl_->close();
+}
+bool Worker::is_host() const {
+  return impl_->is_host();
+}
+int Worker::rank() const {
+  return impl_->rank();
+}
+int Worker::chips() const {
+  return impl_->chips();
+}
+
+}  // namespace rankflow

@@ -1,0 +1,260 @@
+// The DAG runtime under mpirun: rank 0 is the host, the others chip workers. Every rank runs
+// every test; the orchestration bodies (and their assertions) run on the host only. Kernels
+// sleep where a missing edge would let a later task overtake an earlier one, so a broken
+// dependency shows up as a wrong value, not as luck.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <stdexcept>
+#include <thread>
+
+#include "rankflow/error.h"
+#include "rankflow/runtime.h"
+#include "runtime/dependencies.h"
+
+namespace rankflow::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+Worker* g_worker = nullptr;
+struct Kernels {
+  KernelHandle fill_slowly;  // out[i] = in[0] + 1 after 50 ms
+  KernelHandle copy_slowly;  // out = in after 50 ms
+  KernelHandle set_99;       // out[i] = 99
+  KernelHandle increment;    // inout[i] += 1
+  KernelHandle fail;         // throws
+  SubHandle double_it;       // out = 2 * in (on the host)
+  SubHandle observe;         // reads its inputs: waits for their writers
+} g_k;
+
+void fill_slowly(TaskContext& t) {
+  std::this_thread::sleep_for(50ms);
+  const float v = t.input<float>(0)[0] + 1;
+  for (float& x : t.output<float>(1))
+    x = v;
+}
+void copy_slowly(TaskContext& t) {
+  std::this_thread::sleep_for(50ms);
+  auto in = t.input<float>(0);
+  auto out = t.output<float>(1);
+  std::copy(in.begin(), in.end(), out.begin());
+}
+void set_99(TaskContext& t) {
+  for (float& x : t.output<float>(0))
+    x = 99;
+}
+void increment(TaskContext& t) {
+  for (float& x : t.output<float>(0))
+    x += 1;
+}
+void fail(TaskContext&) {
+  throw std::runtime_error("deliberate failure");
+}
+void observe(TaskContext&) {}
+void double_it(TaskContext& t) {
+  auto in = t.input<float>(0);
+  auto out = t.output<float>(1);
+  for (size_t i = 0; i < in.size(); ++i)
+    out[i] = 2 * in[i];
+}
+
+int last_chip() {
+  return g_worker->chips() - 1;
+}
+
+TEST(RuntimeTest, ReadAfterWriteAcrossChipsAndSubs) {
+  float result = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto seed = orch.host_tensor<float>({1});
+    auto x = orch.host_tensor<float>({256});
+    auto y = orch.host_tensor<float>({256});
+    seed.host<float>()[0] = 1;
+    orch.submit(g_k.fill_slowly, {in(seed), out(x)}, 0);     // x = 2 (slowly)
+    orch.submit(g_k.increment, {inout(x)}, last_chip());     // x = 3: RAW + WAW
+    orch.submit_sub(g_k.double_it, {in(x), out(y)}).wait();  // y = 6 on the host
+    result = y.host<float>()[255];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(result, 6.0f);
+  }
+}
+
+TEST(RuntimeTest, WriteAfterReadWaitsForTheReader) {
+  float copied = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({64});
+    auto y = orch.host_tensor<float>({64});
+    for (float& v : x.host<float>())
+      v = 5;
+    orch.submit(g_k.copy_slowly, {in(x), out(y)}, 0);  // reads x for 50 ms
+    orch.submit(g_k.set_99, {out(x)}, last_chip());    // must wait: write-after-read
+    orch.submit_sub(g_k.observe, {in(y)}).wait();
+    copied = y.host<float>()[63];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(copied, 5.0f) << "the writer overtook the reader";
+  }
+}
+
+TEST(RuntimeTest, ExplicitAfterOrdersUnrelatedTasks) {
+  float value = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto seed = orch.host_tensor<float>({1});
+    auto x = orch.host_tensor<float>({8});
+    auto y = orch.host_tensor<float>({8});
+    seed.host<float>()[0] = 41;
+    TaskHandle first = orch.submit(g_k.fill_slowly, {in(seed), out(x)}, 0);  // x = 42, slowly
+    // No tensor links these; `after` does. The sub reads x through no_dep.
+    orch.submit_sub(g_k.double_it, {no_dep(x), out(y)}, {first.id()}).wait();
+    value = y.host<float>()[7];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(value, 84.0f);
+  }
+}
+
+TEST(RuntimeTest, DisjointRowsOfOneTensorNeedNoEdge) {
+  std::vector<float> top, bottom;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({4, 16});
+    orch.submit(g_k.set_99, {out(x.rows(0, 2))}, 0);
+    orch.submit(g_k.increment, {inout(x.rows(2, 2))}, last_chip());
+    orch.submit_sub(g_k.observe, {in(x)}).wait();
+    auto all = x.host<float>();
+    top.assign(all.begin(), all.begin() + 32);
+    bottom.assign(all.begin() + 32, all.end());
+  });
+  if (g_worker->is_host()) {
+    EXPECT_THAT(top, ::testing::Each(99.0f));
+    EXPECT_THAT(bottom, ::testing::Each(1.0f));
+  }
+}
+
+TEST(RuntimeTest, FailureSkipsConsumersFinishesOthersAndTheNextRunWorks) {
+  std::string error;
+  float consumer = -1, independent = -1;
+  try {
+    g_worker->run([&](Orchestrator& orch) {
+      auto x = orch.host_tensor<float>({8});
+      auto y = orch.host_tensor<float>({8});
+      auto z = orch.host_tensor<float>({8});
+      orch.submit(g_k.fail, {out(x)}, 0);
+      orch.submit(g_k.increment, {inout(x)}, last_chip());  // consumer: never runs
+      orch.submit(g_k.set_99, {out(z)}, last_chip());       // independent: runs
+      orch.submit_sub(g_k.double_it, {in(x), out(y)});      // consumer: never runs
+      TaskHandle independent_done = orch.submit_sub(g_k.observe, {in(z)});
+      independent_done.wait();
+      consumer = x.host<float>()[0] + y.host<float>()[0];
+      independent = z.host<float>()[0];
+    });
+  } catch (const RemoteFailure& e) {
+    error = e.what();
+  }
+  if (g_worker->is_host()) {
+    EXPECT_THAT(error, ::testing::HasSubstr("kernel 'fail'"));
+    EXPECT_THAT(error, ::testing::HasSubstr("deliberate failure"));
+    EXPECT_THAT(error, ::testing::HasSubstr("rank 1, chip worker 0"));
+    EXPECT_EQ(independent, 99.0f);
+    EXPECT_EQ(consumer, 0.0f) << "a consumer of the failed task ran";
+  }
+  float after = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({4});
+    orch.submit(g_k.set_99, {out(x)}, 0);
+    orch.submit_sub(g_k.observe, {in(x)}).wait();
+    after = x.host<float>()[3];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(after, 99.0f) << "the run after a failure must work";
+  }
+}
+
+TEST(RuntimeTest, BadSubmissionsAreErrorsAtSubmit) {
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({8});
+    EXPECT_THROW(orch.submit(g_k.set_99, {out(x)}, orch.chips()), InvalidArgument);
+    EXPECT_THROW(orch.submit(g_k.copy_slowly, {out(x), out(x.rows(2, 2))}, 0), InvalidArgument);
+    EXPECT_THROW(orch.submit(g_k.copy_slowly, {in(x), out(x)}, 0), InvalidArgument);
+    EXPECT_THROW(orch.submit(g_k.set_99, {out(Tensor())}, 0), InvalidArgument);
+    EXPECT_THROW(orch.submit(g_k.set_99, {out(x)}, 0, {12345}), InvalidArgument);
+    EXPECT_THROW(orch.host_tensor<float>({size_t{1} << 40}), InvalidArgument);
+  });
+}
+
+TEST(RuntimeTest, ThrowingOrchestrationPropagatesAndTheNextRunWorks) {
+  bool caught = false;
+  try {
+    g_worker->run([&](Orchestrator& orch) {
+      auto x = orch.host_tensor<float>({8});
+      orch.submit(g_k.set_99, {out(x)}, 0);
+      throw std::logic_error("the body gave up");
+    });
+  } catch (const std::logic_error& e) {
+    caught = std::string(e.what()) == "the body gave up";
+  }
+  if (g_worker->is_host()) {
+    EXPECT_TRUE(caught);
+  }
+  float value = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({8});
+    orch.submit(g_k.set_99, {out(x)}, last_chip()).wait();
+    value = x.host<float>()[0];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(value, 99.0f);
+  }
+}
+
+TEST(RuntimeTest, ManyTasksKeepEveryChipBusyInOrder) {
+  float value = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({16});
+    // 100 increments alternate between chips; each depends on the previous (RAW + WAW).
+    for (int i = 0; i < 100; ++i)
+      orch.submit(g_k.increment, {inout(x)}, i % orch.chips());
+    orch.submit_sub(g_k.observe, {in(x)}).wait();
+    value = x.host<float>()[15];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(value, 100.0f);
+  }
+}
+
+TEST(RuntimeTest, LifecycleMisuseIsAnError) {
+  EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
+  EXPECT_THROW(g_worker->init(), InvalidState);
+}
+
+}  // namespace
+}  // namespace rankflow::test
+
+int main(int argc, char** argv) {
+  ::testing::InitGoogleTest(&argc, argv);
+  using namespace rankflow::test;
+  int failed = 0;
+  {
+    rankflow::Worker worker(argc, argv, {.num_sub_workers = 2});
+    g_worker = &worker;
+    g_k.fill_slowly = worker.register_kernel("fill_slowly", fill_slowly);
+    g_k.copy_slowly = worker.register_kernel("copy_slowly", copy_slowly);
+    g_k.set_99 = worker.register_kernel("set_99", set_99);
+    g_k.increment = worker.register_kernel("increment", increment);
+    g_k.fail = worker.register_kernel("fail", fail);
+    g_k.double_it = worker.register_sub("double_it", double_it);
+    g_k.observe = worker.register_sub("observe", observe);
+    worker.init();
+    if (!worker.is_host()) {
+      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
+      delete listeners.Release(listeners.default_result_printer());
+    }
+    failed = RUN_ALL_TESTS();
+    worker.close();
+    EXPECT_THROW(worker.run([](rankflow::Orchestrator&) {}), rankflow::InvalidState);
+    worker.close();  // twice is fine
+  }
+  return failed;
+}
