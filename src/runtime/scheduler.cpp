@@ -36,13 +36,17 @@ Scheduler::Scheduler(WorkerImpl& worker) : worker_(worker), chips_(worker.chips(
   for (int i = 0; i < worker_.options().num_sub_workers; ++i) {
     subs_.emplace_back([this] { sub_worker(); });
   }
+  thread_ = std::thread([this] { loop(); });
 }
 
 Scheduler::~Scheduler() {
-  stop_ = true;
-  if (thread_.joinable()) thread_.join();
-  stop_subs_ = true;
+  {
+    std::lock_guard lock(mutex_);
+    shutdown_ = true;
+  }
+  wake_.notify_all();
   sub_ready_cv_.notify_all();
+  thread_.join();
   for (std::thread& t : subs_)
     t.join();
 }
@@ -54,8 +58,8 @@ void Scheduler::begin_run() {
   live_.clear();
   first_error_.clear();
   outstanding_ = 0;
-  stop_ = false;
-  thread_ = std::thread([this] { loop(); });
+  ending_ = false;
+  ended_ = false;
 }
 
 Tensor Scheduler::host_tensor(std::vector<size_t> shape, DType dtype) {
@@ -152,6 +156,7 @@ void Scheduler::make_ready(const std::shared_ptr<TaskState>& task) {
     sub_ready_cv_.notify_one();
   } else {
     chip_ready_[task->worker].push_back(task);
+    wake_.notify_one();
   }
 }
 
@@ -161,6 +166,7 @@ void Scheduler::finish(const std::shared_ptr<TaskState>& task, bool ok, const st
   live_.erase(task->id);
   --outstanding_;
   progress_marker_.fetch_add(1);
+  if (outstanding_ == 0) wake_.notify_one();  // the run may be ending
   if (!ok) {
     task->error = error;
     task->status = TaskStatus::kFailed;
@@ -187,9 +193,37 @@ void Scheduler::skip_dependents(const std::shared_ptr<TaskState>& task, const st
   }
 }
 
+// Sleeps on wake_ while there is nothing to post and nothing in flight; otherwise polls
+// completions, backing off. Ends the run on every chip once the host asked and the run drained.
 void Scheduler::loop() {
   transport::Backoff backoff;
-  while (!stop_) {
+  for (;;) {
+    bool end_now = false;
+    {
+      std::unique_lock lock(mutex_);
+      auto busy = [&] {
+        if (shutdown_ || (ending_ && !ended_ && outstanding_ == 0)) return true;
+        for (int c = 0; c < chips_; ++c) {
+          if (!chip_ready_[c].empty() || posted_[c] != completed_[c]) return true;
+        }
+        return false;
+      };
+      if (!busy()) {
+        wake_.wait(lock, busy);
+        backoff = transport::Backoff();
+      }
+      if (shutdown_) return;
+      end_now = ending_ && !ended_ && outstanding_ == 0;
+    }
+    if (end_now) {
+      for (int c = 0; c < chips_; ++c)
+        post_end_of_run(c);
+      worker_.team().flush();
+      std::lock_guard lock(mutex_);
+      ended_ = true;
+      host_cv_.notify_all();
+      continue;
+    }
     worker_.team().progress();
     const bool worked = dispatch() | collect();
     if (worked) {
@@ -275,8 +309,8 @@ void Scheduler::sub_worker() {
     std::shared_ptr<TaskState> task;
     {
       std::unique_lock lock(mutex_);
-      sub_ready_cv_.wait(lock, [this] { return stop_subs_ || !sub_ready_.empty(); });
-      if (stop_subs_) return;
+      sub_ready_cv_.wait(lock, [this] { return shutdown_ || !sub_ready_.empty(); });
+      if (shutdown_) return;
       task = sub_ready_.front();
       sub_ready_.pop_front();
       task->status = TaskStatus::kRunning;
@@ -297,40 +331,36 @@ void Scheduler::sub_worker() {
   }
 }
 
+// The host's main thread: sleeps until the scheduler thread has drained the run and ended it
+// on every chip. Times out when no task finishes for RANKFLOW_TIMEOUT_S.
 void Scheduler::wait_for_drain() {
   const auto limit = worker_.timeout();
   uint64_t seen = progress_marker_.load();
   auto last_progress = std::chrono::steady_clock::now();
-  transport::Backoff backoff;
-  for (;;) {
-    {
-      std::lock_guard lock(mutex_);
-      if (outstanding_ == 0) return;
-    }
+  std::unique_lock lock(mutex_);
+  ending_ = true;
+  wake_.notify_one();
+  while (!host_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return ended_; })) {
     if (progress_marker_.load() != seen) {
       seen = progress_marker_.load();
       last_progress = std::chrono::steady_clock::now();
-    } else if (std::chrono::steady_clock::now() - last_progress > limit) {
-      std::lock_guard lock(mutex_);
-      std::string stuck;
-      for (int c = 0; c < chips_ && stuck.empty(); ++c) {
-        if (posted_[c] > completed_[c]) {
-          const auto& t = in_flight_[c][completed_[c] % kRingSlots];
-          stuck = "task " + std::to_string(t->id) + " ('" + t->name + "') on chip worker " +
-                  std::to_string(c) + " (rank " + std::to_string(c + 1) + ")";
-        }
-      }
-      throw Timeout("run: rank 0 (host) saw no task finish for " +
-                    transport::format_seconds(limit) + "; " + std::to_string(outstanding_) +
-                    " tasks outstanding" + (stuck.empty() ? "" : ", oldest in flight: " + stuck));
+      continue;
     }
-    backoff.pause();
+    if (std::chrono::steady_clock::now() - last_progress <= limit) continue;
+    std::string stuck;
+    for (int c = 0; c < chips_ && stuck.empty(); ++c) {
+      if (posted_[c] > completed_[c] && in_flight_[c][completed_[c] % kRingSlots]) {
+        const auto& t = in_flight_[c][completed_[c] % kRingSlots];
+        stuck = "task " + std::to_string(t->id) + " ('" + t->name + "') on chip worker " +
+                std::to_string(c) + " (rank " + std::to_string(c + 1) + ")";
+      }
+    }
+    throw Timeout("run: rank 0 (host) saw no task finish for " + transport::format_seconds(limit) +
+                  "; " + std::to_string(outstanding_) + " tasks outstanding" +
+                  (stuck.empty() ? "" : ", oldest in flight: " + stuck));
   }
 }
 
-// The marker takes a ring slot like a task and is acknowledged like one; the next run's
-// collect() skips its acknowledgement. The host waits for ring space first (a chip still
-// acknowledging earlier markers of back-to-back runs).
 void Scheduler::post_end_of_run(int chip) {
   Team& team = worker_.team();
   team.wait_until(
@@ -352,19 +382,9 @@ void Scheduler::post_end_of_run(int chip) {
 }
 
 void Scheduler::end_run() {
-  std::exception_ptr drain_error;
-  try {
-    wait_for_drain();
-  } catch (...) {
-    drain_error = std::current_exception();
-  }
-  stop_ = true;
-  thread_.join();
-  for (int c = 0; c < chips_; ++c)
-    post_end_of_run(c);
-  worker_.team().flush();
-  if (drain_error) std::rethrow_exception(drain_error);
+  wait_for_drain();
   std::lock_guard lock(mutex_);
+  ending_ = false;
   if (!first_error_.empty()) throw RemoteFailure(first_error_);
 }
 

@@ -1,5 +1,6 @@
 // Scheduler: the host side of a run. The orchestration body (main thread) submits tasks; the
-// scheduler thread owns the transport while a run is active: it posts ready chip tasks to each
+// scheduler thread (one for the worker's lifetime, asleep when there is nothing to do) owns
+// the transport while a run is active: it posts ready chip tasks to each
 // chip's ring in the order they became ready (one FIFO per chip), reads completions, releases
 // dependents, and hands sub tasks to the sub-worker threads. A task that fails skips every task
 // that depends on it; the run's first error is rethrown when the run ends.
@@ -87,8 +88,11 @@ class Scheduler {
   std::string first_error_;
   std::atomic<uint64_t> progress_marker_{0};
 
-  std::atomic<bool> stop_{false};
-  std::atomic<bool> stop_subs_{false};
+  std::condition_variable wake_;     // the scheduler thread: work arrived
+  std::condition_variable host_cv_;  // the main thread: the run has ended
+  bool shutdown_ = false;
+  bool ending_ = false;  // the host asked to end the run once it drains
+  bool ended_ = false;   // every chip has been told
   std::thread thread_;
   std::vector<std::thread> subs_;
 };

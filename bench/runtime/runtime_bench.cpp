@@ -1,0 +1,94 @@
+// runtime_bench: the DAG runtime's own overhead, with no-op kernels.
+//
+//   mpirun -n 3 --bind-to core build/bench/rankflow_runtime_bench [--quick]
+//
+// 1. A run with one no-op task: time per run.
+// 2. Runs of N independent no-op tasks on one chip, N = 1..256: marginal time per task.
+// 3. A chain of 256 dependent no-op tasks alternating between two chip workers (one if only one
+//    chip): time per task.
+// Medians over batches, beside the reference L3 runtime's published figures.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "rankflow/runtime.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool quick = argc > 1 && std::string(argv[1]) == "--quick";
+  const int batches = quick ? 3 : 9;
+  const int runs_per_batch = quick ? 20 : 200;
+  try {
+    rankflow::Worker worker(argc, argv, {.num_sub_workers = 1});
+    auto noop = worker.register_kernel("noop", [](rankflow::TaskContext&) {});
+    worker.init();
+    const int chips = worker.chips();
+    // Times `runs` runs of `body`; every rank calls run(), only the host's clock counts.
+    auto time_runs = [&](int runs, const std::function<void(rankflow::Orchestrator&)>& body) {
+      std::vector<double> samples;
+      for (int b = 0; b < batches; ++b) {
+        const auto start = Clock::now();
+        for (int r = 0; r < runs; ++r)
+          worker.run(body);
+        samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
+                          runs);
+      }
+      return median(samples);
+    };
+    const double one =
+        time_runs(runs_per_batch, [&](rankflow::Orchestrator& orch) { orch.submit(noop, {}, 0); });
+    std::vector<std::pair<int, double>> independent;
+    for (int n : {1, 16, 64, 256}) {
+      const int runs = std::max(2, runs_per_batch * 4 / (n + 3));
+      independent.emplace_back(n, time_runs(runs, [&](rankflow::Orchestrator& orch) {
+                                 for (int i = 0; i < n; ++i)
+                                   orch.submit(noop, {}, 0);
+                               }));
+    }
+    const double chain = time_runs(std::max(2, runs_per_batch / 20),
+                                   [&](rankflow::Orchestrator& orch) {
+                                     auto token = orch.host_tensor<float>({1});
+                                     for (int i = 0; i < 256; ++i)
+                                       orch.submit(noop, {rankflow::inout(token)}, i % chips);
+                                   }) /
+                         256;
+    if (worker.is_host()) {
+      const double marginal = (independent.back().second - independent.front().second) /
+                              (independent.back().first - independent.front().first);
+      std::printf(
+          "# rankflow runtime_bench: 1 host + %d chip worker(s), no-op kernels, medians of "
+          "%d batches\n",
+          chips, batches);
+      std::printf("%-44s %10s %12s %10s\n", "measure", "rankflow", "reference", "target");
+      std::printf("%-44s %8.2f us %9.2f us %7s us\n", "one-task run", one, 53.8, "<= 5");
+      for (const auto& [n, us] : independent) {
+        std::printf("%-44s %8.2f us\n",
+                    ("run of " + std::to_string(n) + " independent tasks").c_str(), us);
+      }
+      std::printf("%-44s %8.2f us %9.2f us %7s us\n", "marginal cost per additional task", marginal,
+                  8.08, "<= 1.5");
+      std::printf(
+          "%-44s %8.2f us\n",
+          ("256-task chain over " + std::to_string(std::min(chips, 2)) + " chip(s), per task")
+              .c_str(),
+          chain);
+    }
+    worker.close();
+    return 0;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "runtime_bench: %s\n", e.what());
+    return 1;
+  }
+}
