@@ -93,6 +93,12 @@ inline TensorArg no_dep(const Tensor& t) {
   return {t, Access::kNoDep};
 }
 
+// Per-task settings that travel with the task to where it runs; validated at submit.
+struct CallConfig {
+  int threads = 1;           // threads the chip may use for this task (1..256)
+  size_t scratch_bytes = 0;  // per-task scratch arena the kernel allocates from (<= 1 GiB)
+};
+
 // What a kernel or sub callable sees: its arguments as typed spans, and where it runs.
 class TaskContext {
  public:
@@ -110,6 +116,12 @@ class TaskContext {
   const std::vector<size_t>& shape(size_t i) const { return arg(i).shape; }
   int worker() const { return worker_; }  // chip worker id, or -1 on a sub-worker
   uint64_t task_id() const { return task_id_; }
+  int group_rank() const { return group_rank_; }  // member index in a group task, else 0
+  int group_size() const { return group_size_; }  // members of the group, else 1
+  const CallConfig& config() const { return config_; }
+  // `bytes` from this task's scratch arena (CallConfig::scratch_bytes), 64-byte aligned;
+  // InvalidArgument when the arena is exhausted. Freed when the task ends.
+  std::byte* scratch(size_t bytes);
 
   struct Arg {
     std::byte* data;
@@ -117,14 +129,25 @@ class TaskContext {
     std::vector<size_t> shape;
     Access access;
   };
-  TaskContext(int worker, uint64_t task_id, std::vector<Arg> args)
-      : worker_(worker), task_id_(task_id), args_(std::move(args)) {}
+  TaskContext(int worker, uint64_t task_id, std::vector<Arg> args, int group_rank = 0,
+              int group_size = 1, CallConfig config = {})
+      : worker_(worker),
+        task_id_(task_id),
+        args_(std::move(args)),
+        group_rank_(group_rank),
+        group_size_(group_size),
+        config_(config) {}
 
  private:
   const Arg& arg(size_t i) const;
   int worker_;
   uint64_t task_id_;
   std::vector<Arg> args_;
+  int group_rank_;
+  int group_size_;
+  CallConfig config_;
+  std::vector<std::byte> scratch_;
+  size_t scratch_used_ = 0;
 };
 
 using TaskFn = std::function<void(TaskContext&)>;
@@ -163,7 +186,13 @@ class Orchestrator {
 
   // A task of `kernel` on chip worker `worker` (0..chips()-1); `after` adds explicit edges.
   TaskHandle submit(KernelHandle kernel, std::vector<TensorArg> args, int worker,
-                    std::vector<uint64_t> after = {});
+                    std::vector<uint64_t> after = {}, CallConfig config = {});
+  // One DAG node with one member per worker (distinct workers), launched all at once when every
+  // target is idle; while it waits at the head of the group queue its targets take no new
+  // single tasks. Member i gets args_per_member[i] and group_rank() == i.
+  TaskHandle submit_group(KernelHandle kernel, std::vector<std::vector<TensorArg>> args_per_member,
+                          std::vector<int> workers, std::vector<uint64_t> after = {},
+                          CallConfig config = {});
   // A task of `sub` on any idle sub-worker thread of the host.
   TaskHandle submit_sub(SubHandle sub, std::vector<TensorArg> args,
                         std::vector<uint64_t> after = {});

@@ -32,7 +32,10 @@ struct TaskDesc {
   uint32_t kernel;
   uint64_t task_id;
   uint32_t nargs;
-  uint32_t reserved;
+  uint32_t group_rank;
+  uint32_t group_size;
+  uint32_t threads;
+  uint64_t scratch_bytes;
   ArgDesc args[kMaxArgs];
 };
 

@@ -30,6 +30,7 @@ Scheduler::Scheduler(WorkerImpl& worker) : worker_(worker), chips_(worker.chips(
   arena_ = worker_.team().local_ptr(arena_offset_);
   chip_ready_.resize(chips_);
   in_flight_.assign(chips_, std::vector<std::shared_ptr<TaskState>>(kRingSlots));
+  in_flight_member_.assign(chips_, std::vector<size_t>(kRingSlots, 0));
   posted_.assign(chips_, 0);
   completed_.assign(chips_, 0);
   outbox_.assign(chips_, std::vector<TaskDesc>(kRingSlots));
@@ -107,24 +108,62 @@ std::vector<ByteUse> Scheduler::uses_of(const std::vector<TensorArg>& args,
   return uses;
 }
 
-std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn, std::vector<TensorArg> args,
-                                             int worker, const std::vector<uint64_t>& after) {
+namespace {
+
+void check_config(const CallConfig& config, const std::string& name) {
+  if (config.threads < 1 || config.threads > 256) {
+    throw InvalidArgument("task '" + name + "': CallConfig::threads is " +
+                          std::to_string(config.threads) + "; it must be 1..256");
+  }
+  if (config.scratch_bytes > (size_t{1} << 30)) {
+    throw InvalidArgument("task '" + name + "': CallConfig::scratch_bytes " +
+                          std::to_string(config.scratch_bytes) + " exceeds 1 GiB");
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
+                                             std::vector<std::vector<TensorArg>> member_args,
+                                             std::vector<int> workers,
+                                             const std::vector<uint64_t>& after,
+                                             CallConfig config) {
   const std::string& name = sub ? worker_.sub(fn).name : worker_.kernel(fn).name;
-  if (args.size() > kMaxArgs) {
-    throw InvalidArgument("task '" + name + "': " + std::to_string(args.size()) +
-                          " arguments, at most " + std::to_string(kMaxArgs));
+  check_config(config, name);
+  if (!sub && (workers.empty() || workers.size() != member_args.size())) {
+    throw InvalidArgument("task '" + name + "': " + std::to_string(workers.size()) +
+                          " workers for " + std::to_string(member_args.size()) +
+                          " argument lists; a group needs one of each per member");
   }
-  if (!sub && (worker < 0 || worker >= chips_)) {
-    throw InvalidArgument("task '" + name + "': worker " + std::to_string(worker) +
-                          " does not exist; chip workers are 0.." + std::to_string(chips_ - 1));
+  std::vector<ByteUse> uses;
+  for (size_t m = 0; m < member_args.size(); ++m) {
+    if (member_args[m].size() > kMaxArgs) {
+      throw InvalidArgument("task '" + name + "': " + std::to_string(member_args[m].size()) +
+                            " arguments, at most " + std::to_string(kMaxArgs));
+    }
+    const auto member_uses = uses_of(member_args[m], name);
+    uses.insert(uses.end(), member_uses.begin(), member_uses.end());
   }
-  const std::vector<ByteUse> uses = uses_of(args, name);
+  if (member_args.size() > 1) check_task_uses(uses, name.c_str());
+  for (size_t m = 0; m < workers.size(); ++m) {
+    if (workers[m] < 0 || workers[m] >= chips_) {
+      throw InvalidArgument("task '" + name + "': worker " + std::to_string(workers[m]) +
+                            " does not exist; chip workers are 0.." + std::to_string(chips_ - 1));
+    }
+    for (size_t k = 0; k < m; ++k) {
+      if (workers[k] == workers[m]) {
+        throw InvalidArgument("group '" + name + "': worker " + std::to_string(workers[m]) +
+                              " appears twice; members run on distinct workers");
+      }
+    }
+  }
   auto task = std::make_shared<TaskState>();
   task->sub = sub;
   task->fn = fn;
-  task->worker = worker;
+  task->workers = std::move(workers);
+  task->member_args = std::move(member_args);
+  task->config = config;
   task->name = name;
-  task->args = std::move(args);
 
   std::lock_guard lock(mutex_);
   if (!first_error_.empty()) throw RemoteFailure("this run already failed: " + first_error_);
@@ -154,8 +193,11 @@ void Scheduler::make_ready(const std::shared_ptr<TaskState>& task) {
   if (task->sub) {
     sub_ready_.push_back(task);
     sub_ready_cv_.notify_one();
+  } else if (task->workers.size() == 1) {
+    chip_ready_[task->workers[0]].push_back(task);
+    wake_.notify_one();
   } else {
-    chip_ready_[task->worker].push_back(task);
+    group_ready_.push_back(task);
     wake_.notify_one();
   }
 }
@@ -234,40 +276,68 @@ void Scheduler::loop() {
   }
 }
 
+// Posts ready work: first the group at the head of the group queue once all its workers are
+// idle (it reserves them meanwhile), then single tasks to every unreserved chip, in FIFO order.
 bool Scheduler::dispatch() {
-  std::vector<std::pair<std::shared_ptr<TaskState>, uint64_t>> to_post;
+  std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>> to_post;
   {
     std::lock_guard lock(mutex_);
+    std::vector<bool> reserved(chips_, false);
+    if (!group_ready_.empty()) {
+      auto group = group_ready_.front();
+      bool all_idle = true;
+      for (int w : group->workers) {
+        reserved[w] = true;
+        all_idle = all_idle && posted_[w] == completed_[w];
+      }
+      if (all_idle) {
+        group_ready_.pop_front();
+        group->status = TaskStatus::kRunning;
+        for (size_t m = 0; m < group->workers.size(); ++m) {
+          const int c = group->workers[m];
+          const uint64_t slot = posted_[c]++ % kRingSlots;
+          in_flight_[c][slot] = group;
+          in_flight_member_[c][slot] = m;
+          to_post.emplace_back(group, m, slot);
+        }
+      }
+    }
     for (int c = 0; c < chips_; ++c) {
-      while (!chip_ready_[c].empty() && posted_[c] - completed_[c] < kRingSlots) {
+      while (!reserved[c] && !chip_ready_[c].empty() && posted_[c] - completed_[c] < kRingSlots) {
         auto task = chip_ready_[c].front();
         chip_ready_[c].pop_front();
         task->status = TaskStatus::kRunning;
         const uint64_t slot = posted_[c]++ % kRingSlots;
         in_flight_[c][slot] = task;
-        to_post.emplace_back(std::move(task), slot);
+        in_flight_member_[c][slot] = 0;
+        to_post.emplace_back(std::move(task), 0, slot);
       }
     }
   }
-  for (const auto& [task, slot] : to_post)
-    post(*task, slot);
+  for (const auto& [task, member, slot] : to_post)
+    post(*task, member, slot);
   return !to_post.empty();
 }
 
-void Scheduler::post(const TaskState& task, uint64_t slot) {
-  const int chip = task.worker;
+void Scheduler::post(const TaskState& task, size_t member, uint64_t slot) {
+  const int chip = task.workers[member];
+  const std::vector<TensorArg>& args = task.member_args[member];
   TaskDesc& desc = outbox_[chip][slot];
   desc = TaskDesc{};
   desc.kind = DescKind::kTask;
   desc.kernel = task.fn;
   desc.task_id = task.id;
-  desc.nargs = static_cast<uint32_t>(task.args.size());
-  for (size_t i = 0; i < task.args.size(); ++i) {
-    const Tensor& t = task.args[i].tensor;
+  desc.nargs = static_cast<uint32_t>(args.size());
+  desc.group_rank = static_cast<uint32_t>(member);
+  desc.group_size = static_cast<uint32_t>(task.workers.size());
+  desc.threads = static_cast<uint32_t>(task.config.threads);
+  desc.scratch_bytes = task.config.scratch_bytes;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const Tensor& t = args[i].tensor;
     ArgDesc& a = desc.args[i];
     a.offset = t.offset_;
     a.bytes = t.bytes();
-    a.access = static_cast<uint32_t>(task.args[i].access);
+    a.access = static_cast<uint32_t>(args[i].access);
     a.ndim = static_cast<uint32_t>(t.shape().size());
     for (size_t d = 0; d < t.shape().size(); ++d)
       a.shape[d] = t.shape()[d];
@@ -275,6 +345,21 @@ void Scheduler::post(const TaskState& task, uint64_t slot) {
   Team& team = worker_.team();
   team.put(chip + 1, team.offset("ring") + slot * kDescStride, &desc, sizeof(desc));
   team.signal(chip + 1, kPostedSignal);
+}
+
+// A group finishes when its last member does, failed if any member failed.
+void Scheduler::member_done(const std::shared_ptr<TaskState>& task, bool ok,
+                            const std::string& error) {
+  {
+    std::lock_guard lock(mutex_);
+    ++task->members_done;
+    if (!ok && task->members_ok) {
+      task->members_ok = false;
+      task->member_error = error;
+    }
+    if (task->members_done < static_cast<int>(task->workers.size())) return;
+  }
+  finish(task, task->members_ok, task->member_error);
 }
 
 bool Scheduler::collect() {
@@ -298,7 +383,7 @@ bool Scheduler::collect() {
       any = true;
       if (!task) continue;  // the acknowledgement of an end-of-run marker
       record.message[kMessageBytes - 1] = '\0';
-      finish(task, record.ok != 0, record.message);
+      member_done(task, record.ok != 0, record.message);
     }
   }
   return any;
@@ -316,10 +401,10 @@ void Scheduler::sub_worker() {
       task->status = TaskStatus::kRunning;
     }
     std::vector<TaskContext::Arg> args;
-    for (const TensorArg& a : task->args) {
+    for (const TensorArg& a : task->member_args[0]) {
       args.push_back({a.tensor.data_, a.tensor.bytes(), a.tensor.shape(), a.access});
     }
-    TaskContext context(-1, task->id, std::move(args));
+    TaskContext context(-1, task->id, std::move(args), 0, 1, task->config);
     try {
       worker_.sub(task->fn).fn(context);
       finish(task, true, {});
@@ -374,6 +459,7 @@ void Scheduler::post_end_of_run(int chip) {
       });
   const uint64_t slot = posted_[chip]++ % kRingSlots;
   in_flight_[chip][slot] = nullptr;
+  in_flight_member_[chip][slot] = 0;
   TaskDesc& desc = outbox_[chip][slot];
   desc = TaskDesc{};
   desc.kind = DescKind::kEndRun;

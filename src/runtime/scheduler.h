@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -30,9 +31,13 @@ struct TaskState {
   uint64_t id = 0;
   bool sub = false;
   uint32_t fn = 0;
-  int worker = -1;
+  std::vector<int> workers;  // one per member; a single task has one; subs none
+  std::vector<std::vector<TensorArg>> member_args;  // the arguments of each member
+  CallConfig config;
+  int members_done = 0;
+  bool members_ok = true;
+  std::string member_error;
   std::string name;
-  std::vector<TensorArg> args;
   int pending = 0;
   std::vector<std::shared_ptr<TaskState>> dependents;
   std::atomic<TaskStatus> status{TaskStatus::kWaiting};
@@ -50,15 +55,20 @@ class Scheduler {
   void end_run();
 
   Tensor host_tensor(std::vector<size_t> shape, DType dtype);
-  std::shared_ptr<TaskState> submit(bool sub, uint32_t fn, std::vector<TensorArg> args, int worker,
-                                    const std::vector<uint64_t>& after);
+  // A sub task (workers empty), a single chip task (one worker) or a group (several).
+  std::shared_ptr<TaskState> submit(bool sub, uint32_t fn,
+                                    std::vector<std::vector<TensorArg>> member_args,
+                                    std::vector<int> workers, const std::vector<uint64_t>& after,
+                                    CallConfig config);
 
  private:
   void loop();        // the scheduler thread
   void sub_worker();  // each sub-worker thread
   bool dispatch();    // posts ready chip tasks; true if it did anything
   bool collect();     // reads chip completions; true if it did anything
-  void post(const TaskState& task, uint64_t slot);
+  void post(const TaskState& task, size_t member, uint64_t slot);
+  bool dispatch_group(std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>>& out);
+  void member_done(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
   void post_end_of_run(int chip);
   void finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
   void skip_dependents(const std::shared_ptr<TaskState>& task, const std::string& why);
@@ -79,8 +89,10 @@ class Scheduler {
   DependencyTracker tracker_;
   std::unordered_map<uint64_t, std::shared_ptr<TaskState>> live_;
   std::vector<std::deque<std::shared_ptr<TaskState>>> chip_ready_;
+  std::deque<std::shared_ptr<TaskState>> group_ready_;  // head reserves its workers
   std::deque<std::shared_ptr<TaskState>> sub_ready_;
   std::vector<std::vector<std::shared_ptr<TaskState>>> in_flight_;  // [chip][slot]
+  std::vector<std::vector<size_t>> in_flight_member_;               // [chip][slot]
   std::vector<uint64_t> posted_;                                    // descriptors posted per chip
   std::vector<uint64_t> completed_;                                 // completions read per chip
   std::vector<std::vector<TaskDesc>> outbox_;  // [chip][slot], the source of each post

@@ -197,7 +197,9 @@ void WorkerImpl::serve_run() {
       const std::string& name = kernels_.at(desc.kernel).name;
       try {
         ChipArgs args(t, desc);
-        TaskContext context(chip, desc.task_id, args.take());
+        TaskContext context(chip, desc.task_id, args.take(), static_cast<int>(desc.group_rank),
+                            static_cast<int>(desc.group_size),
+                            CallConfig{static_cast<int>(desc.threads), desc.scratch_bytes});
         kernels_[desc.kernel].fn(context);
         args.write_back(desc);
       } catch (const std::exception& e) {
@@ -246,6 +248,19 @@ Tensor Tensor::rows(size_t first, size_t count) const {
   return view;
 }
 
+std::byte* TaskContext::scratch(size_t bytes) {
+  if (scratch_.size() < config_.scratch_bytes) scratch_.resize(config_.scratch_bytes);
+  const size_t start = (scratch_used_ + 63) / 64 * 64;
+  if (start + bytes > scratch_.size()) {
+    throw InvalidArgument("task " + std::to_string(task_id_) + ": scratch arena of " +
+                          std::to_string(scratch_.size()) + " bytes cannot give " +
+                          std::to_string(bytes) + " more (" + std::to_string(start) +
+                          " in use); raise CallConfig::scratch_bytes");
+  }
+  scratch_used_ = start + bytes;
+  return scratch_.data() + start;
+}
+
 const TaskContext::Arg& TaskContext::arg(size_t i) const {
   if (i >= args_.size()) {
     throw InvalidArgument("task argument " + std::to_string(i) + " does not exist; the task has " +
@@ -280,13 +295,26 @@ Tensor Orchestrator::host_tensor(std::vector<size_t> shape, DType dtype) {
 }
 
 TaskHandle Orchestrator::submit(KernelHandle kernel, std::vector<TensorArg> args, int worker,
-                                std::vector<uint64_t> after) {
-  return TaskHandle(scheduler_.submit(false, kernel.index, std::move(args), worker, after));
+                                std::vector<uint64_t> after, CallConfig config) {
+  std::vector<std::vector<TensorArg>> members;
+  members.push_back(std::move(args));
+  return TaskHandle(
+      scheduler_.submit(false, kernel.index, std::move(members), {worker}, after, config));
+}
+
+TaskHandle Orchestrator::submit_group(KernelHandle kernel,
+                                      std::vector<std::vector<TensorArg>> args_per_member,
+                                      std::vector<int> workers, std::vector<uint64_t> after,
+                                      CallConfig config) {
+  return TaskHandle(scheduler_.submit(false, kernel.index, std::move(args_per_member),
+                                      std::move(workers), after, config));
 }
 
 TaskHandle Orchestrator::submit_sub(SubHandle sub, std::vector<TensorArg> args,
                                     std::vector<uint64_t> after) {
-  return TaskHandle(scheduler_.submit(true, sub.index, std::move(args), -1, after));
+  std::vector<std::vector<TensorArg>> members;
+  members.push_back(std::move(args));
+  return TaskHandle(scheduler_.submit(true, sub.index, std::move(members), {}, after, {}));
 }
 
 int Orchestrator::chips() const {

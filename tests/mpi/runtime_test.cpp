@@ -26,6 +26,9 @@ struct Kernels {
   KernelHandle set_99;       // out[i] = 99
   KernelHandle increment;    // inout[i] += 1
   KernelHandle fail;         // throws
+  KernelHandle member;       // out[0] = 100 + group_rank, out[1] = group_size, out[2] = no_dep[0]
+  KernelHandle configured;   // out = {threads, scratch bytes, scratch works}
+  KernelHandle slow_mark;    // out[0] = 1 after 100 ms
   SubHandle double_it;       // out = 2 * in (on the host)
   SubHandle observe;         // reads its inputs: waits for their writers
 } g_k;
@@ -54,6 +57,30 @@ void fail(TaskContext&) {
   throw std::runtime_error("deliberate failure");
 }
 void observe(TaskContext&) {}
+void member(TaskContext& t) {
+  auto out = t.output<float>(0);
+  out[0] = static_cast<float>(100 + t.group_rank());
+  out[1] = static_cast<float>(t.group_size());
+  out[2] = t.args() > 1 ? t.input<float>(1)[0] : -1;
+}
+void configured(TaskContext& t) {
+  auto out = t.output<float>(0);
+  out[0] = static_cast<float>(t.config().threads);
+  out[1] = static_cast<float>(t.config().scratch_bytes);
+  std::byte* a = t.scratch(100);
+  std::byte* b = t.scratch(100);
+  out[2] = (a != nullptr && b >= a + 100) ? 1.0f : 0.0f;
+  try {
+    t.scratch(t.config().scratch_bytes);  // more than is left
+    out[3] = 0;
+  } catch (const InvalidArgument&) {
+    out[3] = 1;
+  }
+}
+void slow_mark(TaskContext& t) {
+  std::this_thread::sleep_for(100ms);
+  t.output<float>(0)[0] = 1;
+}
 void double_it(TaskContext& t) {
   auto in = t.input<float>(0);
   auto out = t.output<float>(1);
@@ -224,6 +251,72 @@ TEST(RuntimeTest, ManyTasksKeepEveryChipBusyInOrder) {
   }
 }
 
+TEST(RuntimeTest, GroupMembersSeeTheirRankAndLaunchTogether) {
+  if (g_worker->chips() < 2) GTEST_SKIP() << "needs two chip workers";
+  std::vector<float> rows;
+  g_worker->run([&](Orchestrator& orch) {
+    auto marker = orch.host_tensor<float>({1});
+    auto later = orch.host_tensor<float>({1});
+    auto x = orch.host_tensor<float>({2, 4});
+    orch.submit(g_k.slow_mark, {out(marker)}, 0);  // chip 0 busy for 100 ms
+    // The group needs chips 0 and 1 at once: member 1 may only start once chip 0 is idle, so it
+    // reads marker == 1 (no_dep: no edge, only the all-or-nothing launch orders them).
+    orch.submit_group(g_k.member, {{out(x.rows(0, 1))}, {out(x.rows(1, 1)), no_dep(later)}},
+                      {0, 1});
+    // Submitted after the group, for a reserved chip: must not overtake the group.
+    orch.submit(g_k.slow_mark, {out(later)}, 1);
+    orch.submit_sub(g_k.observe, {in(x), in(later)}).wait();
+    auto all = x.host<float>();
+    rows.assign(all.begin(), all.end());
+    rows.push_back(marker.host<float>()[0]);
+  });
+  if (g_worker->is_host()) {
+    ASSERT_EQ(rows.size(), 9u);
+    EXPECT_EQ(rows[0], 100.0f);
+    EXPECT_EQ(rows[1], 2.0f);
+    EXPECT_EQ(rows[4], 101.0f);
+    EXPECT_EQ(rows[5], 2.0f);
+    EXPECT_EQ(rows[6], 0.0f) << "a single task overtook the group reserving its worker";
+    EXPECT_EQ(rows[8], 1.0f);
+  }
+}
+
+TEST(RuntimeTest, GroupAndConfigMistakesAreErrorsAtSubmit) {
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({4});
+    EXPECT_THROW(orch.submit_group(g_k.member, {{out(x)}, {out(x)}}, {0, 0}), InvalidArgument);
+    EXPECT_THROW(orch.submit_group(g_k.member, {{out(x)}}, {0, 1}), InvalidArgument);
+    EXPECT_THROW(orch.submit(g_k.configured, {out(x)}, 0, {}, {.threads = 0}), InvalidArgument);
+    EXPECT_THROW(orch.submit(g_k.configured, {out(x)}, 0, {}, {.scratch_bytes = size_t{1} << 31}),
+                 InvalidArgument);
+  });
+}
+
+TEST(RuntimeTest, EachTaskSeesItsOwnCallConfig) {
+  std::vector<float> seen;
+  g_worker->run([&](Orchestrator& orch) {
+    std::vector<Tensor> outs;
+    for (int i = 0; i < 3; ++i) {
+      outs.push_back(orch.host_tensor<float>({4}));
+      orch.submit(g_k.configured, {out(outs.back())}, i % orch.chips(), {},
+                  {.threads = 1 + i, .scratch_bytes = size_t{1024} << i});
+    }
+    for (const Tensor& t : outs)
+      orch.submit_sub(g_k.observe, {in(t)}).wait();
+    for (const Tensor& t : outs)
+      seen.insert(seen.end(), t.host<float>().begin(), t.host<float>().end());
+  });
+  if (g_worker->is_host()) {
+    ASSERT_EQ(seen.size(), 12u);
+    for (int i = 0; i < 3; ++i) {
+      EXPECT_EQ(seen[4 * i + 0], 1.0f + i) << "task " << i << " threads";
+      EXPECT_EQ(seen[4 * i + 1], static_cast<float>(1024 << i)) << "task " << i << " scratch";
+      EXPECT_EQ(seen[4 * i + 2], 1.0f) << "scratch allocations must be distinct";
+      EXPECT_EQ(seen[4 * i + 3], 1.0f) << "an exhausted scratch arena must be an error";
+    }
+  }
+}
+
 TEST(RuntimeTest, LifecycleMisuseIsAnError) {
   EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
   EXPECT_THROW(g_worker->init(), InvalidState);
@@ -244,6 +337,9 @@ int main(int argc, char** argv) {
     g_k.set_99 = worker.register_kernel("set_99", set_99);
     g_k.increment = worker.register_kernel("increment", increment);
     g_k.fail = worker.register_kernel("fail", fail);
+    g_k.member = worker.register_kernel("member", member);
+    g_k.configured = worker.register_kernel("configured", configured);
+    g_k.slow_mark = worker.register_kernel("slow_mark", slow_mark);
     g_k.double_it = worker.register_sub("double_it", double_it);
     g_k.observe = worker.register_sub("observe", observe);
     worker.init();
