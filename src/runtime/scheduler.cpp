@@ -190,6 +190,7 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
 
 void Scheduler::make_ready(const std::shared_ptr<TaskState>& task) {
   task->status = TaskStatus::kReady;
+  task->ready_sequence = ++ready_counter_;
   if (task->sub) {
     sub_ready_.push_back(task);
     sub_ready_cv_.notify_one();
@@ -276,34 +277,22 @@ void Scheduler::loop() {
   }
 }
 
-// Posts ready work: first the group at the head of the group queue once all its workers are
-// idle (it reserves them meanwhile), then single tasks to every unreserved chip, in FIFO order.
+// Posts ready work in the order it became ready. Each chip runs its single tasks FIFO. The group
+// at the head of the group queue reserves its workers: single tasks that became ready after it
+// wait, and it launches, all members at once, as soon as every one of its workers is idle.
 bool Scheduler::dispatch() {
   std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>> to_post;
   {
     std::lock_guard lock(mutex_);
-    std::vector<bool> reserved(chips_, false);
-    if (!group_ready_.empty()) {
-      auto group = group_ready_.front();
-      bool all_idle = true;
-      for (int w : group->workers) {
-        reserved[w] = true;
-        all_idle = all_idle && posted_[w] == completed_[w];
-      }
-      if (all_idle) {
-        group_ready_.pop_front();
-        group->status = TaskStatus::kRunning;
-        for (size_t m = 0; m < group->workers.size(); ++m) {
-          const int c = group->workers[m];
-          const uint64_t slot = posted_[c]++ % kRingSlots;
-          in_flight_[c][slot] = group;
-          in_flight_member_[c][slot] = m;
-          to_post.emplace_back(group, m, slot);
-        }
-      }
+    std::vector<uint64_t> hold_from(chips_, UINT64_MAX);  // singles ready after this wait
+    std::shared_ptr<TaskState> group = group_ready_.empty() ? nullptr : group_ready_.front();
+    if (group) {
+      for (int w : group->workers)
+        hold_from[w] = group->ready_sequence;
     }
     for (int c = 0; c < chips_; ++c) {
-      while (!reserved[c] && !chip_ready_[c].empty() && posted_[c] - completed_[c] < kRingSlots) {
+      while (!chip_ready_[c].empty() && chip_ready_[c].front()->ready_sequence < hold_from[c] &&
+             posted_[c] - completed_[c] < kRingSlots) {
         auto task = chip_ready_[c].front();
         chip_ready_[c].pop_front();
         task->status = TaskStatus::kRunning;
@@ -311,6 +300,23 @@ bool Scheduler::dispatch() {
         in_flight_[c][slot] = task;
         in_flight_member_[c][slot] = 0;
         to_post.emplace_back(std::move(task), 0, slot);
+      }
+    }
+    bool launch = group != nullptr;
+    for (int w : group ? group->workers : std::vector<int>{}) {
+      const bool earlier_queued =
+          !chip_ready_[w].empty() && chip_ready_[w].front()->ready_sequence < group->ready_sequence;
+      launch = launch && posted_[w] == completed_[w] && !earlier_queued;
+    }
+    if (launch) {
+      group_ready_.pop_front();
+      group->status = TaskStatus::kRunning;
+      for (size_t m = 0; m < group->workers.size(); ++m) {
+        const int c = group->workers[m];
+        const uint64_t slot = posted_[c]++ % kRingSlots;
+        in_flight_[c][slot] = group;
+        in_flight_member_[c][slot] = m;
+        to_post.emplace_back(group, m, slot);
       }
     }
   }

@@ -34,6 +34,7 @@ struct TaskState {
   std::vector<int> workers;  // one per member; a single task has one; subs none
   std::vector<std::vector<TensorArg>> member_args;  // the arguments of each member
   CallConfig config;
+  uint64_t ready_sequence = 0;  // when it became ready (orders chips' FIFOs against groups)
   int members_done = 0;
   bool members_ok = true;
   std::string member_error;
@@ -97,6 +98,7 @@ class Scheduler {
   std::vector<uint64_t> completed_;                                 // completions read per chip
   std::vector<std::vector<TaskDesc>> outbox_;  // [chip][slot], the source of each post
   size_t outstanding_ = 0;
+  uint64_t ready_counter_ = 0;
   std::string first_error_;
   std::atomic<uint64_t> progress_marker_{0};
 
