@@ -263,8 +263,8 @@ TEST(RuntimeTest, GroupMembersSeeTheirRankAndLaunchTogether) {
     // reads marker == 1 (no_dep: no edge, only the all-or-nothing launch orders them).
     orch.submit_group(g_k.member, {{out(x.rows(0, 1))}, {out(x.rows(1, 1)), no_dep(later)}},
                       {0, 1});
-    // Submitted after the group, for a reserved chip: must not overtake the group.
-    orch.submit(g_k.slow_mark, {out(later)}, 1);
+    // Submitted after the group, for a reserved (idle) chip: must not overtake the group.
+    orch.submit(g_k.set_99, {out(later)}, 1);
     orch.submit_sub(g_k.observe, {in(x), in(later)}).wait();
     auto all = x.host<float>();
     rows.assign(all.begin(), all.end());
