@@ -249,7 +249,7 @@ void Scheduler::loop() {
         for (int c = 0; c < chips_; ++c) {
           if (!chip_ready_[c].empty() || posted_[c] != completed_[c]) return true;
         }
-        return false;
+        return !group_ready_.empty();
       };
       if (!busy()) {
         wake_.wait(lock, busy);
