@@ -199,10 +199,17 @@ class Orchestrator {
 
   int chips() const;
 
+  // Writes this run's graph so far as Graphviz DOT: one node per task (id, name, where it runs,
+  // status), one edge per dependency. `dot -Tpng path -o graph.png` draws it.
+  void dump_dot(const std::string& path) const;
+
  private:
   runtime::Scheduler& scheduler_;
 };
 
+// RANKFLOW_TRACE=path.json: after every run the host (re)writes a Chrome trace-event file of all
+// runs so far, one track per chip worker and sub-worker, every task with its name, start, end
+// and dependencies. Open it in Perfetto (ui.perfetto.dev) or chrome://tracing.
 struct WorkerOptions {
   int num_sub_workers = 1;
   size_t host_arena_bytes = size_t{64} << 20;  // host tensors of one run

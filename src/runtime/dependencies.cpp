@@ -22,7 +22,15 @@ std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<By
     }
   }
   for (const ByteUse& use : uses) {
-    by_buffer_[use.buffer].push_back({task, use.begin, use.end, use.writes});
+    auto& records = by_buffer_[use.buffer];
+    if (use.writes) {  // finished records this write covers can add no edge the new one lacks
+      records.erase(std::remove_if(records.begin(), records.end(),
+                                   [&](const Record& r) {
+                                     return r.finished && use.begin <= r.begin && r.end <= use.end;
+                                   }),
+                    records.end());
+    }
+    records.push_back({task, use.begin, use.end, use.writes, false});
   }
   std::sort(before.begin(), before.end());
   before.erase(std::unique(before.begin(), before.end()), before.end());
@@ -31,9 +39,8 @@ std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<By
 
 void DependencyTracker::finished(uint64_t task) {
   for (auto& [buffer, records] : by_buffer_) {
-    records.erase(std::remove_if(records.begin(), records.end(),
-                                 [task](const Record& r) { return r.task == task; }),
-                  records.end());
+    for (Record& r : records)
+      r.finished = r.finished || r.task == task;
   }
 }
 

@@ -21,10 +21,12 @@ struct ByteUse {
 
 class DependencyTracker {
  public:
-  // Records `uses` of `task` and returns the earlier, unfinished tasks it must wait for
-  // (sorted, without duplicates).
+  // Records `uses` of `task` and returns every earlier task it depends on (sorted, without
+  // duplicates), finished ones included: the caller waits only for those still running, and
+  // the graph dump shows them all.
   std::vector<uint64_t> add(uint64_t task, const std::vector<ByteUse>& uses);
-  // Forgets `task`: later tasks never wait for a finished one.
+  // Marks `task` finished. Its records stay until a later write covers them, so the graph
+  // keeps its edges while the bookkeeping stays proportional to the live ranges.
   void finished(uint64_t task);
   void clear() { by_buffer_.clear(); }
 
@@ -34,6 +36,7 @@ class DependencyTracker {
     size_t begin;
     size_t end;
     bool writes;
+    bool finished;
   };
   std::unordered_map<uint64_t, std::vector<Record>> by_buffer_;
 };

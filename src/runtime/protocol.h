@@ -43,6 +43,8 @@ struct Completion {
   uint64_t task_id;
   uint32_t ok;
   uint32_t reserved;
+  uint64_t start_ns;  // steady_clock on the chip (one clock per host), for the trace
+  uint64_t end_ns;
   char message[kMessageBytes];
 };
 

@@ -4,13 +4,21 @@
 
 #include <algorithm>
 #include <cstring>
+#include <fstream>
 
+#include "common/env.h"
 #include "rankflow/error.h"
 #include "runtime/worker_impl.h"
 #include "transport/progress.h"
 
 namespace rankflow::runtime {
 namespace {
+
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
 
 bool terminal(TaskStatus s) {
   return s == TaskStatus::kSucceeded || s == TaskStatus::kFailed || s == TaskStatus::kSkipped;
@@ -35,8 +43,9 @@ Scheduler::Scheduler(WorkerImpl& worker) : worker_(worker), chips_(worker.chips(
   completed_.assign(chips_, 0);
   outbox_.assign(chips_, std::vector<TaskDesc>(kRingSlots));
   for (int i = 0; i < worker_.options().num_sub_workers; ++i) {
-    subs_.emplace_back([this] { sub_worker(); });
+    subs_.emplace_back([this, i] { sub_worker(i); });
   }
+  if (auto path = env::get("RANKFLOW_TRACE")) trace_path_ = *path;
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -61,6 +70,7 @@ void Scheduler::begin_run() {
   outstanding_ = 0;
   ending_ = false;
   ended_ = false;
+  run_tasks_.clear();
 }
 
 Tensor Scheduler::host_tensor(std::vector<size_t> shape, DType dtype) {
@@ -177,6 +187,8 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
     before.push_back(id);
   }
   ++outstanding_;
+  task->deps = before;
+  run_tasks_.push_back(task);
   for (uint64_t id : before) {
     auto it = live_.find(id);
     if (it == live_.end()) continue;  // finished already (successfully: failures skip below)
@@ -389,13 +401,14 @@ bool Scheduler::collect() {
       any = true;
       if (!task) continue;  // the acknowledgement of an end-of-run marker
       record.message[kMessageBytes - 1] = '\0';
+      record_span(*task, c, record.start_ns, record.end_ns, record.ok != 0);
       member_done(task, record.ok != 0, record.message);
     }
   }
   return any;
 }
 
-void Scheduler::sub_worker() {
+void Scheduler::sub_worker(int index) {
   for (;;) {
     std::shared_ptr<TaskState> task;
     {
@@ -411,14 +424,20 @@ void Scheduler::sub_worker() {
       args.push_back({a.tensor.data_, a.tensor.bytes(), a.tensor.shape(), a.access});
     }
     TaskContext context(-1, task->id, std::move(args), 0, 1, task->config);
+    const uint64_t start = now_ns();
+    bool ok = true;
+    std::string error;
     try {
       worker_.sub(task->fn).fn(context);
-      finish(task, true, {});
     } catch (const std::exception& e) {
-      finish(task, false, "host sub-worker, sub '" + task->name + "': " + e.what());
+      ok = false;
+      error = "host sub-worker, sub '" + task->name + "': " + e.what();
     } catch (...) {
-      finish(task, false, "host sub-worker, sub '" + task->name + "': unknown exception");
+      ok = false;
+      error = "host sub-worker, sub '" + task->name + "': unknown exception";
     }
+    record_span(*task, -1 - index, start, now_ns(), ok);
+    finish(task, ok, error);
   }
 }
 
@@ -477,7 +496,80 @@ void Scheduler::end_run() {
   wait_for_drain();
   std::lock_guard lock(mutex_);
   ending_ = false;
+  if (!trace_path_.empty()) write_trace();
   if (!first_error_.empty()) throw RemoteFailure(first_error_);
+}
+
+void Scheduler::record_span(const TaskState& task, int track, uint64_t start_ns, uint64_t end_ns,
+                            bool ok) {
+  if (trace_path_.empty()) return;
+  std::lock_guard lock(mutex_);
+  spans_.push_back({task.id, task.name, track, start_ns, end_ns, task.deps, ok});
+}
+
+// Chrome trace-event JSON (mutex_ held): one "complete" event per span, tracks named after the
+// chip workers and sub-workers, dependencies in each event's args.
+void Scheduler::write_trace() {
+  std::ofstream out(trace_path_);
+  if (!out) throw InvalidArgument("RANKFLOW_TRACE: cannot write '" + trace_path_ + "'");
+  out << "{\"traceEvents\": [\n";
+  uint64_t origin = UINT64_MAX;
+  for (const Span& s : spans_)
+    origin = std::min(origin, s.start_ns);
+  bool first = true;
+  auto separator = [&] {
+    if (!first) out << ",\n";
+    first = false;
+  };
+  for (int c = 0; c < chips_; ++c) {
+    separator();
+    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": " << c
+        << ", \"args\": {\"name\": \"chip worker " << c << " (rank " << c + 1 << ")\"}}";
+  }
+  for (int k = 0; k < worker_.options().num_sub_workers; ++k) {
+    separator();
+    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": " << 1000 + k
+        << ", \"args\": {\"name\": \"host sub-worker " << k << "\"}}";
+  }
+  for (const Span& s : spans_) {
+    separator();
+    const int tid = s.track >= 0 ? s.track : 1000 + (-1 - s.track);
+    const double ts = (static_cast<double>(s.start_ns) - static_cast<double>(origin)) / 1000.0;
+    const double dur = static_cast<double>(s.end_ns - std::min(s.end_ns, s.start_ns)) / 1000.0;
+    out << "{\"ph\": \"X\", \"name\": \"" << s.name << "\", \"pid\": 0, \"tid\": " << tid
+        << ", \"ts\": " << ts << ", \"dur\": " << dur << ", \"args\": {\"task\": " << s.task
+        << ", \"ok\": " << (s.ok ? "true" : "false") << ", \"deps\": [";
+    for (size_t i = 0; i < s.deps.size(); ++i)
+      out << (i ? ", " : "") << s.deps[i];
+    out << "]}}";
+  }
+  out << "\n]}\n";
+}
+
+void Scheduler::dump_dot(const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw InvalidArgument("dump_dot: cannot write '" + path + "'");
+  std::lock_guard lock(mutex_);
+  out << "digraph rankflow_run {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
+  for (const auto& t : run_tasks_) {
+    std::string where = t->sub ? "host sub-worker" : "chip ";
+    if (!t->sub) {
+      for (size_t m = 0; m < t->workers.size(); ++m) {
+        if (m > 0) where.push_back(',');
+        where.append(std::to_string(t->workers[m]));
+      }
+    }
+    const char* status = t->status == TaskStatus::kSucceeded ? "done"
+                         : t->status == TaskStatus::kFailed  ? "failed"
+                         : t->status == TaskStatus::kSkipped ? "skipped"
+                                                             : "pending";
+    out << "  t" << t->id << " [label=\"" << t->id << ": " << t->name << "\\n"
+        << where << "\\n"
+        << status << "\"" << (t->workers.size() > 1 ? ", style=bold" : "") << "];\n";
+    for (uint64_t d : t->deps)
+      out << "  t" << d << " -> t" << t->id << ";\n";
+  }
+  out << "}\n";
 }
 
 }  // namespace rankflow::runtime

@@ -35,6 +35,7 @@ struct TaskState {
   std::vector<std::vector<TensorArg>> member_args;  // the arguments of each member
   CallConfig config;
   uint64_t ready_sequence = 0;  // when it became ready (orders chips' FIFOs against groups)
+  std::vector<uint64_t> deps;   // the tasks it waited for (for the trace and the DOT dump)
   int members_done = 0;
   bool members_ok = true;
   std::string member_error;
@@ -52,6 +53,7 @@ class Scheduler {
 
   int chips() const { return chips_; }
   void begin_run();
+  void dump_dot(const std::string& path);
   // Waits for every task of the run, ends the run on every chip, and rethrows the first error.
   void end_run();
 
@@ -63,13 +65,25 @@ class Scheduler {
                                     CallConfig config);
 
  private:
-  void loop();        // the scheduler thread
-  void sub_worker();  // each sub-worker thread
-  bool dispatch();    // posts ready chip tasks; true if it did anything
-  bool collect();     // reads chip completions; true if it did anything
+  void loop();                 // the scheduler thread
+  void sub_worker(int index);  // each sub-worker thread
+  bool dispatch();             // posts ready chip tasks; true if it did anything
+  bool collect();              // reads chip completions; true if it did anything
   void post(const TaskState& task, size_t member, uint64_t slot);
   bool dispatch_group(std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>>& out);
   void member_done(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
+  // One span of the trace: a task (or a group member) on a track.
+  struct Span {
+    uint64_t task;
+    std::string name;
+    int track;  // chip worker id, or -1 - k for sub-worker k
+    uint64_t start_ns;
+    uint64_t end_ns;
+    std::vector<uint64_t> deps;
+    bool ok;
+  };
+  void record_span(const TaskState& task, int track, uint64_t start_ns, uint64_t end_ns, bool ok);
+  void write_trace();
   void post_end_of_run(int chip);
   void finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
   void skip_dependents(const std::shared_ptr<TaskState>& task, const std::string& why);
@@ -101,6 +115,9 @@ class Scheduler {
   uint64_t ready_counter_ = 0;
   std::string first_error_;
   std::atomic<uint64_t> progress_marker_{0};
+  std::vector<std::shared_ptr<TaskState>> run_tasks_;  // every task of this run, for dump_dot
+  std::vector<Span> spans_;                            // every run so far, when tracing
+  std::string trace_path_;                             // RANKFLOW_TRACE, or empty
 
   std::condition_variable wake_;     // the scheduler thread: work arrived
   std::condition_variable host_cv_;  // the main thread: the run has ended

@@ -171,6 +171,12 @@ class ChipArgs {
   std::vector<TaskContext::Arg> args_;
 };
 
+uint64_t now_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
 void fill_message(Completion& record, const std::string& message) {
   std::snprintf(record.message, kMessageBytes, "%s", message.c_str());
 }
@@ -193,6 +199,7 @@ void WorkerImpl::serve_run() {
     record = Completion{};
     record.task_id = desc.task_id;
     record.ok = 1;
+    record.start_ns = now_ns();
     if (desc.kind == DescKind::kTask) {
       const std::string& name = kernels_.at(desc.kernel).name;
       try {
@@ -213,6 +220,7 @@ void WorkerImpl::serve_run() {
                                  "': unknown exception");
       }
     }
+    record.end_ns = now_ns();
     t.put(0, t.offset("completions") + (chip * kRingSlots + slot) * kCompletionStride, &record,
           sizeof(record));
     t.signal(0, kDoneSignalBase + static_cast<uint32_t>(chip));
@@ -319,6 +327,10 @@ TaskHandle Orchestrator::submit_sub(SubHandle sub, std::vector<TensorArg> args,
 
 int Orchestrator::chips() const {
   return scheduler_.chips();
+}
+
+void Orchestrator::dump_dot(const std::string& path) const {
+  scheduler_.dump_dot(path);
 }
 
 Worker::Worker(int& argc, char**& argv, WorkerOptions options)

@@ -7,6 +7,9 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <thread>
 
@@ -317,6 +320,39 @@ TEST(RuntimeTest, EachTaskSeesItsOwnCallConfig) {
   }
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(RuntimeTest, DotDumpAndTraceShowTasksAndEdges) {
+  const std::string dot = "runtime_test_graph.dot";
+  std::string graph;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({8});
+    auto y = orch.host_tensor<float>({8});
+    TaskHandle a = orch.submit(g_k.set_99, {out(x)}, 0);
+    TaskHandle b = orch.submit_sub(g_k.double_it, {in(x), out(y)});
+    b.wait();
+    orch.dump_dot(dot);
+    graph = read_file(dot);
+    EXPECT_THAT(graph, ::testing::HasSubstr("t" + std::to_string(a.id()) + " -> t" +
+                                            std::to_string(b.id())));
+  });
+  if (g_worker->is_host()) {
+    EXPECT_THAT(graph, ::testing::HasSubstr("set_99\\nchip 0\\ndone"));
+    EXPECT_THAT(graph, ::testing::HasSubstr("double_it\\nhost sub-worker"));
+    // RANKFLOW_TRACE is set by main(): the file has both tracks and the dependency.
+    const std::string trace = read_file(std::getenv("RANKFLOW_TRACE"));
+    EXPECT_THAT(trace, ::testing::HasSubstr("\"name\": \"chip worker 0 (rank 1)\""));
+    EXPECT_THAT(trace, ::testing::HasSubstr("\"name\": \"host sub-worker 0\""));
+    EXPECT_THAT(trace, ::testing::HasSubstr("\"name\": \"double_it\""));
+    EXPECT_THAT(trace, ::testing::HasSubstr("\"ph\": \"X\""));
+  }
+}
+
 TEST(RuntimeTest, LifecycleMisuseIsAnError) {
   EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
   EXPECT_THROW(g_worker->init(), InvalidState);
@@ -329,6 +365,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   using namespace rankflow::test;
   int failed = 0;
+  setenv("RANKFLOW_TRACE", "runtime_test_trace.json", 0);  // read by the host at init
   {
     rankflow::Worker worker(argc, argv, {.num_sub_workers = 2});
     g_worker = &worker;

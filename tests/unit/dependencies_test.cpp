@@ -37,11 +37,16 @@ TEST(DependencyTrackerTest, DisjointRangesAndOtherBuffersAreIndependent) {
   EXPECT_THAT(t.add(3, {write(8, 0, 64)}), IsEmpty());    // another buffer
 }
 
-TEST(DependencyTrackerTest, FinishedTasksAreNotWaitedFor) {
+TEST(DependencyTrackerTest, FinishedTasksStayInTheGraphUntilOverwritten) {
   DependencyTracker t;
   t.add(1, {write(7, 0, 64)});
   t.finished(1);
-  EXPECT_THAT(t.add(2, {read(7, 0, 64)}), IsEmpty());
+  EXPECT_THAT(t.add(2, {read(7, 0, 64)}), ElementsAre(1));  // the edge is still reported
+  t.finished(2);
+  EXPECT_THAT(t.add(3, {write(7, 0, 64)}), ElementsAre(1, 2));
+  t.finished(3);
+  // Task 3's write covered 1 and 2, so they are gone; only 3 is left to depend on.
+  EXPECT_THAT(t.add(4, {read(7, 0, 8)}), ElementsAre(3));
 }
 
 TEST(DependencyTrackerTest, ConflictingArgumentsOfOneTaskAreErrors) {
