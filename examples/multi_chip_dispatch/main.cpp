@@ -4,7 +4,7 @@
 // checks both sums. The check depends on both adds only through the tensors it reads: the
 // runtime infers the edges and runs it after both chips finish, so it must see final values.
 //
-//   mpirun -n 3 build/examples/multi_chip_dispatch/multi_chip_dispatch
+//   mpirun -n 3 build/examples/multi_chip_dispatch/multi_chip_dispatch [--dot graph.dot]
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -40,6 +40,7 @@ void check_sums(rankflow::TaskContext& t) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const std::string dot = argc > 2 && std::string(argv[1]) == "--dot" ? argv[2] : "";
   try {
     rankflow::Worker worker(argc, argv, {.num_sub_workers = 1});
     auto add = worker.register_kernel("vector_add", vector_add);
@@ -58,6 +59,7 @@ int main(int argc, char** argv) {
       orch.submit(add, {rankflow::in(a), rankflow::in(b), rankflow::out(c0)}, /*worker=*/0);
       orch.submit(add, {rankflow::in(a), rankflow::in(b), rankflow::out(c1)}, /*worker=*/1);
       orch.submit_sub(check, {rankflow::in(c0), rankflow::in(c1)}).wait();  // after both adds
+      if (!dot.empty()) orch.dump_dot(dot);
     });
     if (worker.is_host()) {
       std::printf(
