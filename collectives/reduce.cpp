@@ -145,20 +145,15 @@ const Reducer& reducer(DType dtype, ReduceOp op) {
                           "; valid ops are sum, prod, min, max");
   }
   switch (dtype) {
-    case DType::kF32:
-      return *for_op<float>(dtype, op);
-    case DType::kF64:
-      return *for_op<double>(dtype, op);
-    case DType::kF16:
-      return *for_op<F16>(dtype, op);
-    case DType::kBF16:
-      return *for_op<BF16>(dtype, op);
-    case DType::kI32:
-      return *for_op<int32_t>(dtype, op);
-    case DType::kI64:
-      return *for_op<int64_t>(dtype, op);
+    case DType::kF32: return *for_op<float>(dtype, op);
+    case DType::kF64: return *for_op<double>(dtype, op);
+    case DType::kF16: return *for_op<F16>(dtype, op);
+    case DType::kBF16: return *for_op<BF16>(dtype, op);
+    case DType::kI32: return *for_op<int32_t>(dtype, op);
+    case DType::kI64: return *for_op<int64_t>(dtype, op);
+    default: break;
   }
-  throw InvalidArgument("unknown dtype " + std::to_string(static_cast<int>(dtype)) +
+  throw InvalidArgument("collectives do not reduce dtype " + std::string(to_string(dtype)) +
                         "; valid dtypes are f32, f64, f16, bf16, i32, i64");
 }
 

@@ -262,6 +262,31 @@ inline DType dtype_of<int64_t>() {
   return DType::kI64;
 }
 
+template <>
+inline DType dtype_of<int8_t>() {
+  return DType::kI8;
+}
+template <>
+inline DType dtype_of<int16_t>() {
+  return DType::kI16;
+}
+template <>
+inline DType dtype_of<uint8_t>() {
+  return DType::kU8;
+}
+template <>
+inline DType dtype_of<uint16_t>() {
+  return DType::kU16;
+}
+template <>
+inline DType dtype_of<uint32_t>() {
+  return DType::kU32;
+}
+template <>
+inline DType dtype_of<uint64_t>() {
+  return DType::kU64;
+}
+
 template <typename T>
 Tensor Orchestrator::host_tensor(std::vector<size_t> shape) {
   return host_tensor(std::move(shape), dtype_of<T>());

@@ -5,18 +5,12 @@ namespace rankflow {
 
 std::string_view to_string(ErrorCode code) {
   switch (code) {
-    case ErrorCode::kInvalidArgument:
-      return "invalid argument";
-    case ErrorCode::kTimeout:
-      return "timeout";
-    case ErrorCode::kOutOfBounds:
-      return "out of bounds";
-    case ErrorCode::kTransport:
-      return "transport failure";
-    case ErrorCode::kRemoteFailure:
-      return "remote failure";
-    case ErrorCode::kInvalidState:
-      return "invalid state";
+    case ErrorCode::kInvalidArgument: return "invalid argument";
+    case ErrorCode::kTimeout: return "timeout";
+    case ErrorCode::kOutOfBounds: return "out of bounds";
+    case ErrorCode::kTransport: return "transport failure";
+    case ErrorCode::kRemoteFailure: return "remote failure";
+    case ErrorCode::kInvalidState: return "invalid state";
   }
   return "unknown error";
 }

@@ -23,14 +23,10 @@ env::LogLevel current_level() {
 
 const char* level_name(env::LogLevel level) {
   switch (level) {
-    case env::LogLevel::kError:
-      return "error";
-    case env::LogLevel::kWarn:
-      return "warn";
-    case env::LogLevel::kInfo:
-      return "info";
-    case env::LogLevel::kDebug:
-      return "debug";
+    case env::LogLevel::kError: return "error";
+    case env::LogLevel::kWarn: return "warn";
+    case env::LogLevel::kInfo: return "info";
+    case env::LogLevel::kDebug: return "debug";
   }
   return "?";
 }

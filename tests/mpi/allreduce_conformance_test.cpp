@@ -29,27 +29,19 @@ struct Case {
 
 MPI_Datatype mpi_type(DType dtype) {
   switch (dtype) {
-    case DType::kF64:
-      return MPI_DOUBLE;
-    case DType::kI32:
-      return MPI_INT32_T;
-    case DType::kI64:
-      return MPI_INT64_T;
-    default:
-      return MPI_FLOAT;  // f32, and f16/bf16 widened
+    case DType::kF64: return MPI_DOUBLE;
+    case DType::kI32: return MPI_INT32_T;
+    case DType::kI64: return MPI_INT64_T;
+    default: return MPI_FLOAT;  // f32, and f16/bf16 widened
   }
 }
 
 MPI_Op mpi_op(ReduceOp op) {
   switch (op) {
-    case ReduceOp::kSum:
-      return MPI_SUM;
-    case ReduceOp::kProd:
-      return MPI_PROD;
-    case ReduceOp::kMin:
-      return MPI_MIN;
-    case ReduceOp::kMax:
-      return MPI_MAX;
+    case ReduceOp::kSum: return MPI_SUM;
+    case ReduceOp::kProd: return MPI_PROD;
+    case ReduceOp::kMin: return MPI_MIN;
+    case ReduceOp::kMax: return MPI_MAX;
   }
   return MPI_SUM;
 }
@@ -65,41 +57,29 @@ double input(int rank, size_t i, const Case& c) {
 
 void store(void* data, size_t i, DType dtype, double v) {
   switch (dtype) {
-    case DType::kF32:
-      static_cast<float*>(data)[i] = static_cast<float>(v);
-      break;
-    case DType::kF64:
-      static_cast<double*>(data)[i] = v;
-      break;
+    case DType::kF32: static_cast<float*>(data)[i] = static_cast<float>(v); break;
+    case DType::kF64: static_cast<double*>(data)[i] = v; break;
     case DType::kF16:
       static_cast<uint16_t*>(data)[i] = coll::float_to_half(static_cast<float>(v));
       break;
     case DType::kBF16:
       static_cast<uint16_t*>(data)[i] = coll::float_to_bf16(static_cast<float>(v));
       break;
-    case DType::kI32:
-      static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v);
-      break;
-    case DType::kI64:
-      static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v);
-      break;
+    case DType::kI32: static_cast<int32_t*>(data)[i] = static_cast<int32_t>(v); break;
+    case DType::kI64: static_cast<int64_t*>(data)[i] = static_cast<int64_t>(v); break;
+    default: break;
   }
 }
 
 double load(const void* data, size_t i, DType dtype) {
   switch (dtype) {
-    case DType::kF32:
-      return static_cast<const float*>(data)[i];
-    case DType::kF64:
-      return static_cast<const double*>(data)[i];
-    case DType::kF16:
-      return coll::half_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DType::kBF16:
-      return coll::bf16_to_float(static_cast<const uint16_t*>(data)[i]);
-    case DType::kI32:
-      return static_cast<const int32_t*>(data)[i];
-    case DType::kI64:
-      return static_cast<double>(static_cast<const int64_t*>(data)[i]);
+    case DType::kF32: return static_cast<const float*>(data)[i];
+    case DType::kF64: return static_cast<const double*>(data)[i];
+    case DType::kF16: return coll::half_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DType::kBF16: return coll::bf16_to_float(static_cast<const uint16_t*>(data)[i]);
+    case DType::kI32: return static_cast<const int32_t*>(data)[i];
+    case DType::kI64: return static_cast<double>(static_cast<const int64_t*>(data)[i]);
+    default: break;
   }
   return 0;
 }

@@ -353,6 +353,22 @@ TEST(RuntimeTest, DotDumpAndTraceShowTasksAndEdges) {
   }
 }
 
+TEST(RuntimeTest, HostTensorsOfEveryDtype) {
+  std::vector<size_t> sizes;
+  g_worker->run([&](Orchestrator& orch) {
+    for (DType d : {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI8, DType::kI16,
+                    DType::kI32, DType::kI64, DType::kU8, DType::kU16, DType::kU32, DType::kU64}) {
+      Tensor t = orch.host_tensor({3, 5}, d);
+      EXPECT_EQ(t.dtype(), d);
+      sizes.push_back(t.bytes());
+    }
+    EXPECT_EQ(orch.host_tensor<uint16_t>({2}).dtype(), DType::kU16);
+  });
+  if (g_worker->is_host()) {
+    EXPECT_THAT(sizes, ::testing::ElementsAre(60, 120, 30, 30, 15, 30, 60, 120, 15, 30, 60, 120));
+  }
+}
+
 TEST(RuntimeTest, LifecycleMisuseIsAnError) {
   EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
   EXPECT_THROW(g_worker->init(), InvalidState);

@@ -41,12 +41,8 @@ TEST(ReduceTest, EveryOpOnEveryDtype) {
       std::vector<std::byte> x(4 * r.elem_size), y(4 * r.elem_size), acc(4 * r.acc_size);
       auto put = [&](std::vector<std::byte>& v, size_t i, double d) {
         switch (dtype) {
-          case DType::kF32:
-            reinterpret_cast<float*>(v.data())[i] = static_cast<float>(d);
-            break;
-          case DType::kF64:
-            reinterpret_cast<double*>(v.data())[i] = d;
-            break;
+          case DType::kF32: reinterpret_cast<float*>(v.data())[i] = static_cast<float>(d); break;
+          case DType::kF64: reinterpret_cast<double*>(v.data())[i] = d; break;
           case DType::kF16:
             reinterpret_cast<uint16_t*>(v.data())[i] = float_to_half(static_cast<float>(d));
             break;
@@ -59,22 +55,19 @@ TEST(ReduceTest, EveryOpOnEveryDtype) {
           case DType::kI64:
             reinterpret_cast<int64_t*>(v.data())[i] = static_cast<int64_t>(d);
             break;
+          default: FAIL() << "not a collective dtype";
         }
       };
       auto get = [&](const std::vector<std::byte>& v, size_t i) -> double {
         switch (dtype) {
-          case DType::kF32:
-            return reinterpret_cast<const float*>(v.data())[i];
-          case DType::kF64:
-            return reinterpret_cast<const double*>(v.data())[i];
-          case DType::kF16:
-            return half_to_float(reinterpret_cast<const uint16_t*>(v.data())[i]);
-          case DType::kBF16:
-            return bf16_to_float(reinterpret_cast<const uint16_t*>(v.data())[i]);
-          case DType::kI32:
-            return reinterpret_cast<const int32_t*>(v.data())[i];
+          case DType::kF32: return reinterpret_cast<const float*>(v.data())[i];
+          case DType::kF64: return reinterpret_cast<const double*>(v.data())[i];
+          case DType::kF16: return half_to_float(reinterpret_cast<const uint16_t*>(v.data())[i]);
+          case DType::kBF16: return bf16_to_float(reinterpret_cast<const uint16_t*>(v.data())[i]);
+          case DType::kI32: return reinterpret_cast<const int32_t*>(v.data())[i];
           case DType::kI64:
             return static_cast<double>(reinterpret_cast<const int64_t*>(v.data())[i]);
+          default: break;
         }
         return 0;
       };
