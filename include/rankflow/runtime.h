@@ -62,6 +62,8 @@ class Tensor {
   }
   // Rows [first, first + count) of the leading dimension, as a view of the same buffer.
   Tensor rows(size_t first, size_t count) const;
+  // Where the memory lives: -1 for the host, else the chip worker that holds it (child memory).
+  int home() const { return home_; }
 
  private:
   friend class Orchestrator;
@@ -70,7 +72,8 @@ class Tensor {
   size_t offset_ = 0;    // bytes from the start of the host arena
   std::vector<size_t> shape_;
   DType dtype_ = DType::kF32;
-  std::byte* data_ = nullptr;
+  std::byte* data_ = nullptr;  // host memory, or null for child memory
+  int home_ = -1;
 };
 
 struct TensorArg {
@@ -199,6 +202,20 @@ class Orchestrator {
 
   int chips() const;
 
+  // Child (device) memory: `shape` x `dtype` on chip `worker`, kept across tasks and runs until
+  // free_child. Only tasks on that worker may use it. Its contents start undefined (memory a
+  // freed allocation left behind): load it with copy_to or a kernel.
+  Tensor alloc_child_tensor(int worker, std::vector<size_t> shape, DType dtype);
+  // Copies between host memory and child memory, as tasks on the child's worker (ordered with
+  // every other task by the same dependency rules). Views must lie inside one live allocation
+  // and have the same size.
+  TaskHandle copy_to(const Tensor& child_dst, const Tensor& host_src);
+  TaskHandle copy_from(const Tensor& host_dst, const Tensor& child_src);
+  // Frees a child allocation; `base` must be the tensor alloc_child_tensor returned. The memory is
+  // reused only after the run, when every task that used it is done. Freeing twice, freeing a
+  // view, or using the tensor afterwards is an InvalidArgument.
+  void free_child(const Tensor& base);
+
   // Writes this run's graph so far as Graphviz DOT: one node per task (id, name, where it runs,
   // status), one edge per dependency. `dot -Tpng path -o graph.png` draws it.
   void dump_dot(const std::string& path) const;
@@ -212,7 +229,8 @@ class Orchestrator {
 // and dependencies. Open it in Perfetto (ui.perfetto.dev) or chrome://tracing.
 struct WorkerOptions {
   int num_sub_workers = 1;
-  size_t host_arena_bytes = size_t{64} << 20;  // host tensors of one run
+  size_t host_arena_bytes = size_t{64} << 20;   // host tensors of one run
+  size_t child_arena_bytes = size_t{16} << 20;  // child memory on each chip worker
 };
 
 class Worker {

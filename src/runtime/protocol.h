@@ -20,12 +20,17 @@ constexpr uint32_t kDoneSignalBase = 1;  // on the host: + chip id, completions 
 enum class DescKind : uint32_t { kTask = 1, kEndRun = 2 };
 
 struct ArgDesc {
-  uint64_t offset;  // bytes from the start of the host arena
+  uint64_t offset;  // bytes from the start of the host arena, or of the chip's child arena
   uint64_t bytes;
   uint32_t access;
   uint32_t ndim;
   uint64_t shape[kMaxDims];
+  uint32_t child;  // 1: child memory of the chip that runs the task
+  uint32_t reserved;
 };
+
+// The built-in kernel behind Orchestrator::copy_to / copy_from: args[0] = args[1].
+constexpr uint32_t kCopyKernel = 0xFFFFFFF0u;
 
 struct TaskDesc {
   DescKind kind;

@@ -42,6 +42,7 @@ Scheduler::Scheduler(WorkerImpl& worker) : worker_(worker), chips_(worker.chips(
   posted_.assign(chips_, 0);
   completed_.assign(chips_, 0);
   outbox_.assign(chips_, std::vector<TaskDesc>(kRingSlots));
+  child_free_.assign(chips_, {{0, worker_.options().child_arena_bytes}});
   for (int i = 0; i < worker_.options().num_sub_workers; ++i) {
     subs_.emplace_back([this, i] { sub_worker(i); });
   }
@@ -101,14 +102,31 @@ Tensor Scheduler::host_tensor(std::vector<size_t> shape, DType dtype) {
   return t;
 }
 
-std::vector<ByteUse> Scheduler::uses_of(const std::vector<TensorArg>& args,
-                                        const std::string& name) const {
+// Validates every argument (host tensors of this run; live child memory of the task's own
+// worker, inside its allocation) and returns the byte ranges it touches.
+std::vector<ByteUse> Scheduler::uses_of(const std::vector<TensorArg>& args, const std::string& name,
+                                        int worker) const {
   std::vector<ByteUse> uses;
   for (size_t i = 0; i < args.size(); ++i) {
     const Tensor& t = args[i].tensor;
-    if (t.data_ == nullptr || t.offset_ + t.bytes() > arena_used_) {
-      throw InvalidArgument("task '" + name + "': argument " + std::to_string(i) +
-                            " is not a tensor of this run (create it with host_tensor)");
+    const std::string which = "task '" + name + "': argument " + std::to_string(i);
+    if (t.home_ >= 0) {
+      auto it = child_allocations_.find(t.buffer_);
+      if (it == child_allocations_.end() || !it->second.live) {
+        throw InvalidArgument(which + " is child memory that was freed (a stale handle)");
+      }
+      const ChildAllocation& a = it->second;
+      if (t.home_ != worker) {
+        throw InvalidArgument(which + " is child memory of chip worker " + std::to_string(t.home_) +
+                              ", but the task runs on " +
+                              (worker < 0 ? std::string("a host sub-worker")
+                                          : "chip worker " + std::to_string(worker)));
+      }
+      if (t.offset_ < a.offset || t.offset_ + t.bytes() > a.offset + a.bytes) {
+        throw InvalidArgument(which + " reaches outside its child allocation");
+      }
+    } else if (t.data_ == nullptr || t.offset_ + t.bytes() > arena_used_) {
+      throw InvalidArgument(which + " is not a tensor of this run (create it with host_tensor)");
     }
     if (args[i].access == Access::kNoDep) continue;
     uses.push_back({t.buffer_, t.offset_, t.offset_ + t.bytes(), reads(args[i].access),
@@ -116,6 +134,80 @@ std::vector<ByteUse> Scheduler::uses_of(const std::vector<TensorArg>& args,
   }
   check_task_uses(uses, name.c_str());
   return uses;
+}
+
+const std::string& Scheduler::name_of(bool sub, uint32_t fn) const {
+  static const std::string copy_name = "copy";
+  if (!sub && fn == kCopyKernel) return copy_name;
+  return sub ? worker_.sub(fn).name : worker_.kernel(fn).name;
+}
+
+Tensor Scheduler::alloc_child(int worker, std::vector<size_t> shape, DType dtype) {
+  if (worker < 0 || worker >= chips_) {
+    throw InvalidArgument("alloc_child_tensor: worker " + std::to_string(worker) +
+                          " does not exist; chip workers are 0.." + std::to_string(chips_ - 1));
+  }
+  if (shape.empty() || shape.size() > kMaxDims) {
+    throw InvalidArgument("alloc_child_tensor: shape needs 1 to " + std::to_string(kMaxDims) +
+                          " dimensions");
+  }
+  size_t elements = 1;
+  for (size_t d : shape)
+    elements *= d;
+  const size_t bytes = std::max<size_t>(64, (elements * dtype_size(dtype) + 63) / 64 * 64);
+  std::lock_guard lock(mutex_);
+  auto& free = child_free_[worker];
+  for (auto it = free.begin(); it != free.end(); ++it) {
+    if (it->second < bytes) continue;
+    const size_t offset = it->first;
+    const size_t left = it->second - bytes;
+    free.erase(it);
+    if (left > 0) free[offset + bytes] = left;
+    Tensor t;
+    t.buffer_ = next_buffer_++;
+    t.offset_ = offset;
+    t.shape_ = std::move(shape);
+    t.dtype_ = dtype;
+    t.home_ = worker;
+    child_allocations_[t.buffer_] = {worker, offset, bytes, true};
+    return t;
+  }
+  throw InvalidArgument("alloc_child_tensor: " + std::to_string(bytes) +
+                        " bytes do not fit in chip worker " + std::to_string(worker) +
+                        "'s child arena (" + std::to_string(worker_.options().child_arena_bytes) +
+                        " bytes; raise WorkerOptions::child_arena_bytes)");
+}
+
+void Scheduler::free_child(const Tensor& base) {
+  std::lock_guard lock(mutex_);
+  auto it = child_allocations_.find(base.buffer_);
+  if (base.home_ < 0 || it == child_allocations_.end()) {
+    throw InvalidArgument("free_child: not a child allocation");
+  }
+  ChildAllocation& a = it->second;
+  if (!a.live) throw InvalidArgument("free_child: this child allocation was already freed");
+  if (base.offset_ != a.offset) {
+    throw InvalidArgument(
+        "free_child: pass the tensor alloc_child_tensor returned, not a view "
+        "(this one starts " +
+        std::to_string(base.offset_ - a.offset) + " bytes into the allocation)");
+  }
+  a.live = false;
+  child_pending_free_.push_back(base.buffer_);
+}
+
+std::shared_ptr<TaskState> Scheduler::copy(const Tensor& dst, const Tensor& src, const char* what) {
+  const Tensor& child = dst.home_ >= 0 ? dst : src;
+  const Tensor& host = dst.home_ >= 0 ? src : dst;
+  if (child.home_ < 0 || host.home_ >= 0) {
+    throw InvalidArgument(std::string(what) + ": needs one child tensor and one host tensor");
+  }
+  if (dst.bytes() != src.bytes()) {
+    throw InvalidArgument(std::string(what) + ": sizes differ (" + std::to_string(dst.bytes()) +
+                          " and " + std::to_string(src.bytes()) + " bytes)");
+  }
+  std::vector<std::vector<TensorArg>> args{{out_existing(dst), in(src)}};
+  return submit(false, kCopyKernel, std::move(args), {child.home_}, {}, {});
 }
 
 namespace {
@@ -138,7 +230,7 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
                                              std::vector<int> workers,
                                              const std::vector<uint64_t>& after,
                                              CallConfig config) {
-  const std::string& name = sub ? worker_.sub(fn).name : worker_.kernel(fn).name;
+  const std::string& name = name_of(sub, fn);
   check_config(config, name);
   if (!sub && (workers.empty() || workers.size() != member_args.size())) {
     throw InvalidArgument("task '" + name + "': " + std::to_string(workers.size()) +
@@ -151,7 +243,7 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
       throw InvalidArgument("task '" + name + "': " + std::to_string(member_args[m].size()) +
                             " arguments, at most " + std::to_string(kMaxArgs));
     }
-    const auto member_uses = uses_of(member_args[m], name);
+    const auto member_uses = uses_of(member_args[m], name, sub ? -1 : workers.at(m));
     uses.insert(uses.end(), member_uses.begin(), member_uses.end());
   }
   if (member_args.size() > 1) check_task_uses(uses, name.c_str());
@@ -359,6 +451,7 @@ void Scheduler::post(const TaskState& task, size_t member, uint64_t slot) {
     a.ndim = static_cast<uint32_t>(t.shape().size());
     for (size_t d = 0; d < t.shape().size(); ++d)
       a.shape[d] = t.shape()[d];
+    a.child = t.home_ >= 0 ? 1 : 0;
   }
   Team& team = worker_.team();
   team.put(chip + 1, team.offset("ring") + slot * kDescStride, &desc, sizeof(desc));
@@ -496,6 +589,26 @@ void Scheduler::end_run() {
   wait_for_drain();
   std::lock_guard lock(mutex_);
   ending_ = false;
+  for (uint64_t buffer : child_pending_free_) {  // every task of the run is done
+    auto it = child_allocations_.find(buffer);
+    auto& free = child_free_[it->second.worker];
+    auto [slot, inserted] = free.emplace(it->second.offset, it->second.bytes);
+    // Merge with the following and the preceding free range.
+    if (auto next = std::next(slot);
+        next != free.end() && slot->first + slot->second == next->first) {
+      slot->second += next->second;
+      free.erase(next);
+    }
+    if (slot != free.begin()) {
+      auto prev = std::prev(slot);
+      if (prev->first + prev->second == slot->first) {
+        prev->second += slot->second;
+        free.erase(slot);
+      }
+    }
+    (void)inserted;
+  }
+  child_pending_free_.clear();
   if (!trace_path_.empty()) write_trace();
   if (!first_error_.empty()) throw RemoteFailure(first_error_);
 }

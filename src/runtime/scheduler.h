@@ -9,6 +9,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -58,6 +59,10 @@ class Scheduler {
   void end_run();
 
   Tensor host_tensor(std::vector<size_t> shape, DType dtype);
+  Tensor alloc_child(int worker, std::vector<size_t> shape, DType dtype);
+  void free_child(const Tensor& base);
+  // A copy between host and child memory, as a task on the child's worker.
+  std::shared_ptr<TaskState> copy(const Tensor& dst, const Tensor& src, const char* what);
   // A sub task (workers empty), a single chip task (one worker) or a group (several).
   std::shared_ptr<TaskState> submit(bool sub, uint32_t fn,
                                     std::vector<std::vector<TensorArg>> member_args,
@@ -89,7 +94,19 @@ class Scheduler {
   void skip_dependents(const std::shared_ptr<TaskState>& task, const std::string& why);
   void make_ready(const std::shared_ptr<TaskState>& task);
   void wait_for_drain();
-  std::vector<ByteUse> uses_of(const std::vector<TensorArg>& args, const std::string& name) const;
+  std::vector<ByteUse> uses_of(const std::vector<TensorArg>& args, const std::string& name,
+                               int worker) const;
+  const std::string& name_of(bool sub, uint32_t fn) const;
+
+  struct ChildAllocation {
+    int worker;
+    size_t offset;
+    size_t bytes;
+    bool live;
+  };
+  std::unordered_map<uint64_t, ChildAllocation> child_allocations_;  // by buffer id
+  std::vector<std::map<size_t, size_t>> child_free_;  // per chip: free ranges, offset -> bytes
+  std::vector<uint64_t> child_pending_free_;          // freed this run, reusable after it
 
   WorkerImpl& worker_;
   int chips_;

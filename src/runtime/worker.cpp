@@ -90,7 +90,8 @@ void WorkerImpl::init() {
       context_, MPI_COMM_WORLD,
       {{"ring", kRingSlots * kDescStride},
        {"completions", completions},
-       {"arena", options_.host_arena_bytes, 4096}},
+       {"child", options_.child_arena_bytes, 4096},  // each chip's child memory
+       {"arena", options_.host_arena_bytes, 4096}},  // last: only the host holds it
       "runtime", kDoneSignalBase + static_cast<uint32_t>(chips()), /*last_buffer_here=*/is_host()));
   if (is_host()) scheduler_ = std::make_unique<Scheduler>(*this);
   state_ = State::kReady;
@@ -138,6 +139,11 @@ class ChipArgs {
       const ArgDesc& a = desc.args[i];
       std::vector<size_t> shape(a.shape, a.shape + a.ndim);
       const auto access = static_cast<Access>(a.access);
+      if (a.child) {  // this chip's own child memory
+        args_.push_back(
+            {team.local_ptr(team.offset("child") + a.offset), a.bytes, std::move(shape), access});
+        continue;
+      }
       std::byte* data = static_cast<std::byte*>(team.remote_ptr(0, arena + a.offset));
       if (data == nullptr && a.bytes > 0) {
         staged_[i].resize(a.bytes);
@@ -156,7 +162,7 @@ class ChipArgs {
       const auto access = static_cast<Access>(desc.args[i].access);
       const bool written = access == Access::kOutput || access == Access::kInOut ||
                            access == Access::kOutputExisting;
-      if (written && !staged_[i].empty()) {
+      if (written && !desc.args[i].child && !staged_[i].empty()) {
         team_.put(0, arena + desc.args[i].offset, staged_[i].data(), staged_[i].size());
       }
     }
@@ -201,13 +207,19 @@ void WorkerImpl::serve_run() {
     record.ok = 1;
     record.start_ns = now_ns();
     if (desc.kind == DescKind::kTask) {
-      const std::string& name = kernels_.at(desc.kernel).name;
+      const bool copy = desc.kernel == kCopyKernel;
+      const std::string& name = copy ? std::string("copy") : kernels_.at(desc.kernel).name;
       try {
         ChipArgs args(t, desc);
         TaskContext context(chip, desc.task_id, args.take(), static_cast<int>(desc.group_rank),
                             static_cast<int>(desc.group_size),
                             CallConfig{static_cast<int>(desc.threads), desc.scratch_bytes});
-        kernels_[desc.kernel].fn(context);
+        if (copy) {
+          std::memcpy(context.output<std::byte>(0).data(), context.input<std::byte>(1).data(),
+                      desc.args[0].bytes);
+        } else {
+          kernels_[desc.kernel].fn(context);
+        }
         args.write_back(desc);
       } catch (const std::exception& e) {
         record.ok = 0;
@@ -331,6 +343,24 @@ int Orchestrator::chips() const {
 
 void Orchestrator::dump_dot(const std::string& path) const {
   scheduler_.dump_dot(path);
+}
+
+Tensor Orchestrator::alloc_child_tensor(int worker, std::vector<size_t> shape, DType dtype) {
+  return scheduler_.alloc_child(worker, std::move(shape), dtype);
+}
+
+TaskHandle Orchestrator::copy_to(const Tensor& child_dst, const Tensor& host_src) {
+  if (child_dst.home() < 0) throw InvalidArgument("copy_to: the destination is not child memory");
+  return TaskHandle(scheduler_.copy(child_dst, host_src, "copy_to"));
+}
+
+TaskHandle Orchestrator::copy_from(const Tensor& host_dst, const Tensor& child_src) {
+  if (child_src.home() < 0) throw InvalidArgument("copy_from: the source is not child memory");
+  return TaskHandle(scheduler_.copy(host_dst, child_src, "copy_from"));
+}
+
+void Orchestrator::free_child(const Tensor& base) {
+  scheduler_.free_child(base);
 }
 
 Worker::Worker(int& argc, char**& argv, WorkerOptions options)

@@ -369,6 +369,38 @@ TEST(RuntimeTest, HostTensorsOfEveryDtype) {
   }
 }
 
+TEST(RuntimeTest, ChildMemoryPersistsAcrossRunsAndIsReusedAfterFree) {
+  Tensor dev;
+  g_worker->run([&](Orchestrator& orch) {
+    dev = orch.alloc_child_tensor(last_chip(), {16}, DType::kF32);
+    auto src = orch.host_tensor<float>({16});
+    for (size_t i = 0; i < 16; ++i)
+      src.host<float>()[i] = static_cast<float>(i) + 0.5f;
+    orch.copy_to(dev, src);
+    orch.submit(g_k.increment, {inout(dev)}, last_chip());  // in place, on the chip
+  });
+  std::vector<float> seen;
+  g_worker->run([&](Orchestrator& orch) {  // a later run still sees it
+    auto back = orch.host_tensor<float>({16});
+    orch.copy_from(back, dev).wait();
+    seen.assign(back.host<float>().begin(), back.host<float>().end());
+    orch.free_child(dev);
+    EXPECT_THROW(orch.submit(g_k.increment, {inout(dev)}, last_chip()), InvalidArgument);
+  });
+  if (g_worker->is_host()) {
+    ASSERT_EQ(seen.size(), 16u);
+    for (size_t i = 0; i < 16; ++i)
+      EXPECT_EQ(seen[i], static_cast<float>(i) + 1.5f) << i;
+  }
+  g_worker->run([&](Orchestrator& orch) {  // freed memory is reusable
+    auto again = orch.alloc_child_tensor(last_chip(), {16}, DType::kF32);
+    EXPECT_EQ(again.home(), last_chip());
+    orch.free_child(again);
+    EXPECT_THROW(orch.alloc_child_tensor(orch.chips(), {4}, DType::kF32), InvalidArgument);
+    EXPECT_THROW(orch.alloc_child_tensor(0, {size_t{1} << 40}, DType::kF32), InvalidArgument);
+  });
+}
+
 TEST(RuntimeTest, LifecycleMisuseIsAnError) {
   EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
   EXPECT_THROW(g_worker->init(), InvalidState);
