@@ -25,3 +25,28 @@ endfunction()
 set(RANKFLOW_MPIEXEC ${MPIEXEC_EXECUTABLE} --oversubscribe)
 set(RANKFLOW_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_rmaps_base_oversubscribe=1)
+
+# rankflow_mpi_run(<name> RANKS <n> TARGET <target> [ARGS ...] [PASS <regex>] [TIMEOUT <s>]
+#                  [ENV ...] [TCP_ENV ...] [MPIRUN_ARGS ...])
+# Registers <name>.shm and <name>.tcp: `mpirun -n <n> <target> <args>` under UCX's default
+# transports (shared memory, direct mapping) and under UCX_TLS=tcp,self (as between hosts).
+function(rankflow_mpi_run name)
+  cmake_parse_arguments(ARG "" "RANKS;TARGET;PASS;TIMEOUT" "ARGS;ENV;TCP_ENV;MPIRUN_ARGS" ${ARGN})
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 120)
+  endif()
+  foreach(tls shm tcp)
+    set(env ${RANKFLOW_MPI_ENV} RANKFLOW_TIMEOUT_S=60 ${ARG_ENV})
+    if(tls STREQUAL "tcp")
+      list(APPEND env UCX_TLS=tcp,self ${ARG_TCP_ENV})
+    endif()
+    add_test(NAME ${name}.${tls}
+             COMMAND ${RANKFLOW_MPIEXEC} ${ARG_MPIRUN_ARGS} -n ${ARG_RANKS}
+                     $<TARGET_FILE:${ARG_TARGET}> ${ARG_ARGS})
+    set_tests_properties(${name}.${tls} PROPERTIES TIMEOUT ${ARG_TIMEOUT} ENVIRONMENT "${env}"
+                         LABELS "mpi;${tls}")
+    if(ARG_PASS)
+      set_tests_properties(${name}.${tls} PROPERTIES PASS_REGULAR_EXPRESSION "${ARG_PASS}")
+    endif()
+  endforeach()
+endfunction()
