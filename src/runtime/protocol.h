@@ -54,6 +54,21 @@ struct Completion {
 };
 
 constexpr size_t kDescStride = (sizeof(TaskDesc) + 63) / 64 * 64;
+
+// Only the used part of a descriptor or record travels: the header and `nargs` arguments, or
+// the header and the message of a failure.
+inline size_t used_bytes(const TaskDesc& d) {
+  return offsetof(TaskDesc, args) + d.nargs * sizeof(ArgDesc);
+}
+inline size_t used_bytes(const Completion& c) {
+  size_t message = 0;
+  if (!c.ok) {
+    while (message + 1 < kMessageBytes && c.message[message] != '\0')
+      ++message;
+    ++message;  // the terminator
+  }
+  return offsetof(Completion, message) + message;
+}
 constexpr size_t kCompletionStride = (sizeof(Completion) + 63) / 64 * 64;
 
 }  // namespace rankflow::runtime

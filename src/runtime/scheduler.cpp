@@ -2,6 +2,8 @@
 // sub_worker() on each sub-worker thread; all graph state is under mutex_.
 #include "runtime/scheduler.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <cstring>
 #include <fstream>
@@ -13,6 +15,9 @@
 
 namespace rankflow::runtime {
 namespace {
+
+// How long the scheduler thread and the host's main thread yield before they sleep.
+constexpr std::chrono::microseconds kStayAwake{200};
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -356,6 +361,14 @@ void Scheduler::loop() {
         return !group_ready_.empty();
       };
       if (!busy()) {
+        // Stay awake, yielding, for a short while before parking: the next submit of a run
+        // usually follows within microseconds, and a futex wake-up costs more than that.
+        const auto until = std::chrono::steady_clock::now() + kStayAwake;
+        while (!busy() && std::chrono::steady_clock::now() < until) {
+          lock.unlock();
+          sched_yield();
+          lock.lock();
+        }
         wake_.wait(lock, busy);
         backoff = transport::Backoff();
       }
@@ -454,7 +467,7 @@ void Scheduler::post(const TaskState& task, size_t member, uint64_t slot) {
     a.child = t.home_ >= 0 ? 1 : 0;
   }
   Team& team = worker_.team();
-  team.put(chip + 1, team.offset("ring") + slot * kDescStride, &desc, sizeof(desc));
+  team.put(chip + 1, team.offset("ring") + slot * kDescStride, &desc, used_bytes(desc));
   team.signal(chip + 1, kPostedSignal);
 }
 
@@ -481,10 +494,12 @@ bool Scheduler::collect() {
     while (completed_[c] < arrived) {
       const uint64_t slot = completed_[c] % kRingSlots;
       Completion record;
-      std::memcpy(
-          &record,
-          team.local_ptr(team.offset("completions") + (c * kRingSlots + slot) * kCompletionStride),
-          sizeof(record));
+      const std::byte* arrived_record =
+          team.local_ptr(team.offset("completions") + (c * kRingSlots + slot) * kCompletionStride);
+      std::memcpy(&record, arrived_record, offsetof(Completion, message));
+      if (!record.ok) {
+        std::memcpy(record.message, arrived_record + offsetof(Completion, message), kMessageBytes);
+      }
       std::shared_ptr<TaskState> task;
       {
         std::lock_guard lock(mutex_);
@@ -543,6 +558,13 @@ void Scheduler::wait_for_drain() {
   std::unique_lock lock(mutex_);
   ending_ = true;
   wake_.notify_one();
+  // Short runs end within microseconds: yield to the scheduler thread before sleeping.
+  const auto until = std::chrono::steady_clock::now() + kStayAwake;
+  while (!ended_ && std::chrono::steady_clock::now() < until) {
+    lock.unlock();
+    sched_yield();
+    lock.lock();
+  }
   while (!host_cv_.wait_for(lock, std::chrono::milliseconds(50), [&] { return ended_; })) {
     if (progress_marker_.load() != seen) {
       seen = progress_marker_.load();
@@ -581,7 +603,7 @@ void Scheduler::post_end_of_run(int chip) {
   TaskDesc& desc = outbox_[chip][slot];
   desc = TaskDesc{};
   desc.kind = DescKind::kEndRun;
-  team.put(chip + 1, team.offset("ring") + slot * kDescStride, &desc, sizeof(desc));
+  team.put(chip + 1, team.offset("ring") + slot * kDescStride, &desc, used_bytes(desc));
   team.signal(chip + 1, kPostedSignal);
 }
 

@@ -200,7 +200,10 @@ void WorkerImpl::serve_run() {
     t.wait_signal(kPostedSignal, sequence, 0, "chip worker waiting for the host's next task");
     const uint64_t slot = (sequence - 1) % kRingSlots;
     TaskDesc desc;
-    std::memcpy(&desc, t.local_ptr(t.offset("ring") + slot * kDescStride), sizeof(desc));
+    const std::byte* posted = t.local_ptr(t.offset("ring") + slot * kDescStride);
+    std::memcpy(&desc, posted, offsetof(TaskDesc, args));  // the header, then the used arguments
+    desc.nargs = std::min(desc.nargs, kMaxArgs);
+    std::memcpy(desc.args, posted + offsetof(TaskDesc, args), desc.nargs * sizeof(ArgDesc));
     Completion& record = records[slot];
     record = Completion{};
     record.task_id = desc.task_id;
@@ -234,7 +237,7 @@ void WorkerImpl::serve_run() {
     }
     record.end_ns = now_ns();
     t.put(0, t.offset("completions") + (chip * kRingSlots + slot) * kCompletionStride, &record,
-          sizeof(record));
+          used_bytes(record));
     t.signal(0, kDoneSignalBase + static_cast<uint32_t>(chip));
     if (desc.kind == DescKind::kEndRun) {
       t.flush();
