@@ -26,6 +26,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "rankflow/types.h"
@@ -261,48 +262,31 @@ class Worker {
   std::unique_ptr<runtime::WorkerImpl> impl_;
 };
 
+// The DType of a C++ element type (for host_tensor<T>).
 template <typename T>
-inline DType dtype_of();
-template <>
-inline DType dtype_of<float>() {
-  return DType::kF32;
-}
-template <>
-inline DType dtype_of<double>() {
-  return DType::kF64;
-}
-template <>
-inline DType dtype_of<int32_t>() {
-  return DType::kI32;
-}
-template <>
-inline DType dtype_of<int64_t>() {
-  return DType::kI64;
-}
-
-template <>
-inline DType dtype_of<int8_t>() {
-  return DType::kI8;
-}
-template <>
-inline DType dtype_of<int16_t>() {
-  return DType::kI16;
-}
-template <>
-inline DType dtype_of<uint8_t>() {
-  return DType::kU8;
-}
-template <>
-inline DType dtype_of<uint16_t>() {
-  return DType::kU16;
-}
-template <>
-inline DType dtype_of<uint32_t>() {
-  return DType::kU32;
-}
-template <>
-inline DType dtype_of<uint64_t>() {
-  return DType::kU64;
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, float>)
+    return DType::kF32;
+  else if constexpr (std::is_same_v<T, double>)
+    return DType::kF64;
+  else if constexpr (std::is_same_v<T, int8_t>)
+    return DType::kI8;
+  else if constexpr (std::is_same_v<T, int16_t>)
+    return DType::kI16;
+  else if constexpr (std::is_same_v<T, int32_t>)
+    return DType::kI32;
+  else if constexpr (std::is_same_v<T, int64_t>)
+    return DType::kI64;
+  else if constexpr (std::is_same_v<T, uint8_t>)
+    return DType::kU8;
+  else if constexpr (std::is_same_v<T, uint16_t>)
+    return DType::kU16;
+  else if constexpr (std::is_same_v<T, uint32_t>)
+    return DType::kU32;
+  else if constexpr (std::is_same_v<T, uint64_t>)
+    return DType::kU64;
+  else
+    static_assert(sizeof(T) == 0, "no DType for this type; pass a DType (kF16, kBF16) instead");
 }
 
 template <typename T>
