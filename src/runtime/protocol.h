@@ -14,8 +14,9 @@ constexpr uint32_t kMaxDims = 4;
 constexpr size_t kMessageBytes = 480;
 
 // Signal slots of the runtime team.
-constexpr uint32_t kPostedSignal = 0;    // on a chip: descriptors posted to it
-constexpr uint32_t kDoneSignalBase = 1;  // on the host: + chip id, completions from that chip
+constexpr uint32_t kPostedSignal = 0;     // on a chip: descriptors posted to it
+constexpr uint32_t kDoneSignalBase = 1;   // on the host: + chip id, completions from that chip
+constexpr uint32_t kHeartbeatSignal = 1;  // on a chip: the host is alive and a run is open
 
 enum class DescKind : uint32_t { kTask = 1, kEndRun = 2 };
 

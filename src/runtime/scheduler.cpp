@@ -18,6 +18,9 @@ namespace {
 
 // How long the scheduler thread and the host's main thread yield before they sleep.
 constexpr std::chrono::microseconds kStayAwake{200};
+// While a run is open the host tells every chip it is alive this often, so chips waiting for
+// the next task restart their RANKFLOW_TIMEOUT_S deadline instead of giving up on a long body.
+constexpr std::chrono::milliseconds kHeartbeatEvery{250};
 
 uint64_t now_ns() {
   return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -76,7 +79,10 @@ void Scheduler::begin_run() {
   outstanding_ = 0;
   ending_ = false;
   ended_ = false;
+  run_open_ = true;
+  last_beat_ = std::chrono::steady_clock::now();
   run_tasks_.clear();
+  wake_.notify_one();
 }
 
 Tensor Scheduler::host_tensor(std::vector<size_t> shape, DType dtype) {
@@ -351,6 +357,7 @@ void Scheduler::loop() {
   transport::Backoff backoff;
   for (;;) {
     bool end_now = false;
+    bool beat_now = false;
     {
       std::unique_lock lock(mutex_);
       auto busy = [&] {
@@ -369,11 +376,18 @@ void Scheduler::loop() {
           sched_yield();
           lock.lock();
         }
-        wake_.wait(lock, busy);
+        wake_.wait_for(lock, kHeartbeatEvery, busy);
         backoff = transport::Backoff();
       }
       if (shutdown_) return;
       end_now = ending_ && !ended_ && outstanding_ == 0;
+      const auto now = std::chrono::steady_clock::now();
+      beat_now = run_open_ && now - last_beat_ >= kHeartbeatEvery;
+      if (beat_now) last_beat_ = now;
+    }
+    if (beat_now) {
+      for (int c = 0; c < chips_; ++c)
+        worker_.team().signal(c + 1, kHeartbeatSignal);
     }
     if (end_now) {
       for (int c = 0; c < chips_; ++c)
@@ -381,6 +395,7 @@ void Scheduler::loop() {
       worker_.team().flush();
       std::lock_guard lock(mutex_);
       ended_ = true;
+      run_open_ = false;
       host_cv_.notify_all();
       continue;
     }

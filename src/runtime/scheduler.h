@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -139,8 +140,10 @@ class Scheduler {
   std::condition_variable wake_;     // the scheduler thread: work arrived
   std::condition_variable host_cv_;  // the main thread: the run has ended
   bool shutdown_ = false;
-  bool ending_ = false;  // the host asked to end the run once it drains
-  bool ended_ = false;   // every chip has been told
+  bool ending_ = false;    // the host asked to end the run once it drains
+  bool ended_ = false;     // every chip has been told
+  bool run_open_ = false;  // between begin_run and the end-of-run markers: heartbeats go out
+  std::chrono::steady_clock::time_point last_beat_{};
   std::thread thread_;
   std::vector<std::thread> subs_;
 };

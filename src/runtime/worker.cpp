@@ -189,6 +189,28 @@ void fill_message(Completion& record, const std::string& message) {
 
 }  // namespace
 
+// Waits for descriptor `sequence`. The deadline (RANKFLOW_TIMEOUT_S) restarts at every heartbeat
+// of the host, so only a host that is gone or stuck times a chip out.
+void WorkerImpl::wait_for_descriptor(uint64_t sequence) {
+  Team& t = *team_;
+  uint64_t beats = t.signal_value(kHeartbeatSignal);
+  for (;;) {
+    uint64_t now_beats = beats;
+    t.wait_until(
+        [&] {
+          now_beats = t.signal_value(kHeartbeatSignal);
+          return t.signal_value(kPostedSignal) >= sequence || now_beats != beats;
+        },
+        [&] {
+          return "chip worker " + std::to_string(rank_ - 1) + " (rank " + std::to_string(rank_) +
+                 ") heard nothing from the host for " + transport::format_seconds(t.timeout()) +
+                 " while waiting for its next task: the host is gone or stuck";
+        });
+    if (t.signal_value(kPostedSignal) >= sequence) return;
+    beats = now_beats;
+  }
+}
+
 void WorkerImpl::serve_run() {
   Team& t = *team_;
   const int chip = rank_ - 1;
@@ -197,7 +219,7 @@ void WorkerImpl::serve_run() {
   // two descriptors; the host's orchestration body must keep submitting or end the run.
   for (;;) {
     const uint64_t sequence = ++chip_sequence_;
-    t.wait_signal(kPostedSignal, sequence, 0, "chip worker waiting for the host's next task");
+    wait_for_descriptor(sequence);
     const uint64_t slot = (sequence - 1) % kRingSlots;
     TaskDesc desc;
     const std::byte* posted = t.local_ptr(t.offset("ring") + slot * kDescStride);

@@ -48,6 +48,7 @@ class WorkerImpl {
   void check_state(State expected, const char* operation) const;
   void check_registrations_match();
   void serve_run();  // chips: execute tasks until the host ends the run
+  void wait_for_descriptor(uint64_t sequence);
 
   std::shared_ptr<transport::Context> context_;
   WorkerOptions options_;

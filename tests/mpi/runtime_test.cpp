@@ -401,6 +401,24 @@ TEST(RuntimeTest, ChildMemoryPersistsAcrossRunsAndIsReusedAfterFree) {
   });
 }
 
+// Registered by CTest with RANKFLOW_TIMEOUT_S=1 (runtime.heartbeat.*): the body computes for
+// 2.5 s between two submits; the chips must not time out while the host is alive.
+TEST(RuntimeTest, LongOrchestrationDoesNotTimeChipsOut) {
+  const char* limit = std::getenv("RANKFLOW_TIMEOUT_S");
+  if (limit == nullptr || std::atof(limit) > 2) GTEST_SKIP() << "needs RANKFLOW_TIMEOUT_S <= 2";
+  float value = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({4});
+    orch.submit(g_k.set_99, {out(x)}, 0).wait();
+    std::this_thread::sleep_for(2500ms);  // longer than the chips' wait limit
+    orch.submit(g_k.increment, {inout(x)}, last_chip()).wait();
+    value = x.host<float>()[0];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(value, 100.0f);
+  }
+}
+
 TEST(RuntimeTest, LifecycleMisuseIsAnError) {
   EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
   EXPECT_THROW(g_worker->init(), InvalidState);
