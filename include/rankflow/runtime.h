@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "rankflow/tensor.h"
 #include "rankflow/types.h"
 
 namespace rankflow {
@@ -39,64 +40,6 @@ class Scheduler;
 struct TaskState;
 }  // namespace runtime
 
-// How a task uses a tensor argument (the reference's tags).
-enum class Access : uint8_t {
-  kInput,           // read
-  kOutput,          // written entirely (a new value)
-  kInOut,           // read and written
-  kOutputExisting,  // written, into memory that already holds data
-  kNoDep,           // passed through without creating dependencies
-};
-
-// A view of host memory: a byte offset into a buffer, a shape, and a dtype (contiguous).
-class Tensor {
- public:
-  Tensor() = default;
-  const std::vector<size_t>& shape() const { return shape_; }
-  DType dtype() const { return dtype_; }
-  size_t elements() const;
-  size_t bytes() const { return elements() * dtype_size(dtype_); }
-  // Host-side access (on the host only, outside running tasks that write it).
-  template <typename T>
-  std::span<T> host() const {
-    return {reinterpret_cast<T*>(data_), bytes() / sizeof(T)};
-  }
-  // Rows [first, first + count) of the leading dimension, as a view of the same buffer.
-  Tensor rows(size_t first, size_t count) const;
-  // Where the memory lives: -1 for the host, else the chip worker that holds it (child memory).
-  int home() const { return home_; }
-
- private:
-  friend class Orchestrator;
-  friend class runtime::Scheduler;
-  uint64_t buffer_ = 0;  // identity of the allocation (dependencies are per buffer)
-  size_t offset_ = 0;    // bytes from the start of the host arena
-  std::vector<size_t> shape_;
-  DType dtype_ = DType::kF32;
-  std::byte* data_ = nullptr;  // host memory, or null for child memory
-  int home_ = -1;
-};
-
-struct TensorArg {
-  Tensor tensor;
-  Access access;
-};
-inline TensorArg in(const Tensor& t) {
-  return {t, Access::kInput};
-}
-inline TensorArg out(const Tensor& t) {
-  return {t, Access::kOutput};
-}
-inline TensorArg inout(const Tensor& t) {
-  return {t, Access::kInOut};
-}
-inline TensorArg out_existing(const Tensor& t) {
-  return {t, Access::kOutputExisting};
-}
-inline TensorArg no_dep(const Tensor& t) {
-  return {t, Access::kNoDep};
-}
-
 // Per-task settings that travel with the task to where it runs; validated at submit.
 struct CallConfig {
   int threads = 1;           // threads the chip may use for this task (1..256)
@@ -106,15 +49,22 @@ struct CallConfig {
 // What a kernel or sub callable sees: its arguments as typed spans, and where it runs.
 class TaskContext {
  public:
+  // A contiguous argument as a span (InvalidArgument for a strided view: use view<T>).
   template <typename T>
   std::span<const T> input(size_t i) const {
-    const Arg& a = arg(i);
+    const Arg& a = contiguous_arg(i);
     return {reinterpret_cast<const T*>(a.data), a.bytes / sizeof(T)};
   }
   template <typename T>
   std::span<T> output(size_t i) const {
-    const Arg& a = arg(i);
+    const Arg& a = contiguous_arg(i);
     return {reinterpret_cast<T*>(a.data), a.bytes / sizeof(T)};
+  }
+  // Any argument, strided or not, indexed per dimension.
+  template <typename T>
+  View<T> view(size_t i) const {
+    const Arg& a = arg(i);
+    return {reinterpret_cast<T*>(a.data), a.shape, a.strides};
   }
   size_t args() const { return args_.size(); }
   const std::vector<size_t>& shape(size_t i) const { return arg(i).shape; }
@@ -128,10 +78,11 @@ class TaskContext {
   std::byte* scratch(size_t bytes);
 
   struct Arg {
-    std::byte* data;
-    size_t bytes;
+    std::byte* data;  // the first element
+    size_t bytes;     // of the elements
     std::vector<size_t> shape;
     Access access;
+    std::vector<size_t> strides;  // in elements; empty or row-major when contiguous
   };
   TaskContext(int worker, uint64_t task_id, std::vector<Arg> args, int group_rank = 0,
               int group_size = 1, CallConfig config = {})
@@ -144,6 +95,7 @@ class TaskContext {
 
  private:
   const Arg& arg(size_t i) const;
+  const Arg& contiguous_arg(size_t i) const;
   int worker_;
   uint64_t task_id_;
   std::vector<Arg> args_;
@@ -184,9 +136,18 @@ class Orchestrator {
  public:
   explicit Orchestrator(runtime::Scheduler& scheduler) : scheduler_(scheduler) {}
 
+  // A zero-filled host tensor for this run (freed when the run ends).
   Tensor host_tensor(std::vector<size_t> shape, DType dtype);
   template <typename T>
   Tensor host_tensor(std::vector<size_t> shape);
+  // A runtime-managed intermediate in host memory, its contents undefined until a task writes
+  // them. Its memory is reclaimed as soon as the last copy of the returned Tensor (and of its
+  // views) is gone and every task that uses it has finished, so a loop that allocates a
+  // temporary per step reuses the same memory. When the host arena is full, alloc waits for
+  // memory to be reclaimed, and throws Timeout after WorkerOptions::alloc_timeout.
+  Tensor alloc(std::vector<size_t> shape, DType dtype);
+  template <typename T>
+  Tensor alloc(std::vector<size_t> shape);
 
   // A task of `kernel` on chip worker `worker` (0..chips()-1); `after` adds explicit edges.
   TaskHandle submit(KernelHandle kernel, std::vector<TensorArg> args, int worker,
@@ -230,8 +191,9 @@ class Orchestrator {
 // and dependencies. Open it in Perfetto (ui.perfetto.dev) or chrome://tracing.
 struct WorkerOptions {
   int num_sub_workers = 1;
-  size_t host_arena_bytes = size_t{64} << 20;   // host tensors of one run
-  size_t child_arena_bytes = size_t{16} << 20;  // child memory on each chip worker
+  size_t host_arena_bytes = size_t{64} << 20;      // host tensors and intermediates of one run
+  size_t child_arena_bytes = size_t{16} << 20;     // child memory on each chip worker
+  std::chrono::milliseconds alloc_timeout{10000};  // Orchestrator::alloc waiting for memory
 };
 
 class Worker {
@@ -292,6 +254,10 @@ constexpr DType dtype_of() {
 template <typename T>
 Tensor Orchestrator::host_tensor(std::vector<size_t> shape) {
   return host_tensor(std::move(shape), dtype_of<T>());
+}
+template <typename T>
+Tensor Orchestrator::alloc(std::vector<size_t> shape) {
+  return alloc(std::move(shape), dtype_of<T>());
 }
 
 }  // namespace rankflow

@@ -8,29 +8,79 @@
 
 namespace rankflow::runtime {
 namespace {
-bool overlap(size_t a_begin, size_t a_end, size_t b_begin, size_t b_end) {
+
+bool ranges_overlap(size_t a_begin, size_t a_end, size_t b_begin, size_t b_end) {
   return a_begin < b_end && b_begin < a_end;
 }
+
+// A strided view's box in the coordinates of its layout: the index of its first element in
+// every dimension, and the byte offset left below the innermost stride (the phase). Every byte
+// position has one such representation when each dimension fits inside one step of the
+// dimension above, so two views of one layout and phase share an element exactly when their
+// boxes intersect. False when a dimension would wrap into the next (no box exists).
+bool box_of(const ByteUse& u, size_t first[kMaxDims], size_t& phase) {
+  const Layout& l = u.layout;
+  size_t rest = u.begin;
+  for (uint32_t d = 0; d < l.ndim; ++d) {
+    first[d] = rest / l.stride[d];
+    rest %= l.stride[d];
+    if (d > 0 && (l.stride[d - 1] % l.stride[d] != 0 ||
+                  first[d] + l.shape[d] > l.stride[d - 1] / l.stride[d])) {
+      return false;
+    }
+  }
+  phase = rest;
+  return phase + l.element_bytes <= l.stride[l.ndim - 1];
+}
+
+bool same_layout(const Layout& a, const Layout& b) {
+  if (a.ndim != b.ndim || a.element_bytes != b.element_bytes) return false;
+  for (uint32_t d = 0; d < a.ndim; ++d) {
+    if (a.stride[d] != b.stride[d]) return false;
+  }
+  return true;
+}
+
+// A write that covers every byte of an earlier finished record makes that record redundant.
+bool covers(const ByteUse& write, const ByteUse& earlier) {
+  return write.layout.ndim == 0 && write.begin <= earlier.begin && earlier.end <= write.end;
+}
+
 }  // namespace
+
+bool overlaps(const ByteUse& a, const ByteUse& b) {
+  if (a.buffer != b.buffer || !ranges_overlap(a.begin, a.end, b.begin, b.end)) return false;
+  if (a.layout.ndim == 0 || b.layout.ndim == 0 || !same_layout(a.layout, b.layout)) return true;
+  size_t a_first[kMaxDims], b_first[kMaxDims], a_phase = 0, b_phase = 0;
+  if (!box_of(a, a_first, a_phase) || !box_of(b, b_first, b_phase) || a_phase != b_phase) {
+    return true;
+  }
+  for (uint32_t d = 0; d < a.layout.ndim; ++d) {
+    if (!ranges_overlap(a_first[d], a_first[d] + a.layout.shape[d], b_first[d],
+                        b_first[d] + b.layout.shape[d])) {
+      return false;
+    }
+  }
+  return true;
+}
 
 std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses) {
   std::vector<uint64_t> before;
   for (const ByteUse& use : uses) {
     for (const Record& r : by_buffer_[use.buffer]) {
-      if (r.task == task || !overlap(r.begin, r.end, use.begin, use.end)) continue;
-      if (r.writes || use.writes) before.push_back(r.task);  // RAW, WAW, WAR
+      if (r.task == task || !overlaps(r.use, use)) continue;
+      if (r.use.writes || use.writes) before.push_back(r.task);  // RAW, WAW, WAR
     }
   }
   for (const ByteUse& use : uses) {
     auto& records = by_buffer_[use.buffer];
     if (use.writes) {  // finished records this write covers can add no edge the new one lacks
-      records.erase(std::remove_if(records.begin(), records.end(),
-                                   [&](const Record& r) {
-                                     return r.finished && use.begin <= r.begin && r.end <= use.end;
-                                   }),
-                    records.end());
+      records.erase(
+          std::remove_if(records.begin(), records.end(),
+                         [&](const Record& r) { return r.finished && covers(use, r.use); }),
+          records.end());
     }
-    records.push_back({task, use.begin, use.end, use.writes, false});
+    records.push_back({task, use, false});
   }
   std::sort(before.begin(), before.end());
   before.erase(std::unique(before.begin(), before.end()), before.end());
@@ -49,7 +99,7 @@ void check_task_uses(const std::vector<ByteUse>& uses, const char* kernel) {
     for (size_t j = i + 1; j < uses.size(); ++j) {
       const ByteUse& a = uses[i];
       const ByteUse& b = uses[j];
-      if (a.buffer != b.buffer || !overlap(a.begin, a.end, b.begin, b.end)) continue;
+      if (!overlaps(a, b)) continue;
       if (a.writes && b.writes) {
         throw InvalidArgument(std::string("task '") + kernel + "': arguments " + std::to_string(i) +
                               " and " + std::to_string(j) + " are both written and overlap");

@@ -1,7 +1,9 @@
-// DependencyTracker: infers a new task's predecessors from the byte ranges its arguments read
-// and write. Read-after-write, write-after-write and write-after-read create edges; reads after
-// reads do not; disjoint ranges of one buffer never do. Pure bookkeeping, owned by the host's
-// scheduler under its lock.
+// DependencyTracker: infers a new task's predecessors from the bytes its arguments read and
+// write. Read-after-write, write-after-write and write-after-read create edges; reads after reads
+// do not; disjoint parts of one buffer never do. Contiguous views compare byte ranges; two
+// strided views of one layout (say two column blocks of a matrix) compare their boxes dimension
+// by dimension; anything else that shares bytes of the bounding ranges counts as overlapping.
+// Pure bookkeeping, owned by the host's scheduler under its lock.
 #pragma once
 
 #include <cstddef>
@@ -9,15 +11,30 @@
 #include <unordered_map>
 #include <vector>
 
+#include "runtime/protocol.h"
+
 namespace rankflow::runtime {
+
+// The elements of a strided view: a box of `shape` with byte `stride`s from the view's start.
+struct Layout {
+  uint32_t ndim = 0;  // 0: contiguous, every byte of [begin, end)
+  size_t element_bytes = 0;
+  size_t shape[kMaxDims] = {};
+  size_t stride[kMaxDims] = {};
+};
 
 struct ByteUse {
   uint64_t buffer;
-  size_t begin;
-  size_t end;  // exclusive
+  size_t begin;  // the first element's first byte
+  size_t end;    // one past the last element's last byte
   bool reads;
   bool writes;
+  Layout layout;
 };
+
+// Whether two uses may touch a common byte (exact for contiguous ranges and for strided views
+// of one layout; conservative otherwise).
+bool overlaps(const ByteUse& a, const ByteUse& b);
 
 class DependencyTracker {
  public:
@@ -29,13 +46,13 @@ class DependencyTracker {
   // keeps its edges while the bookkeeping stays proportional to the live ranges.
   void finished(uint64_t task);
   void clear() { by_buffer_.clear(); }
+  // Drops every record of a buffer whose memory was reclaimed (no live task uses it).
+  void forget(uint64_t buffer) { by_buffer_.erase(buffer); }
 
  private:
   struct Record {
     uint64_t task;
-    size_t begin;
-    size_t end;
-    bool writes;
+    ByteUse use;
     bool finished;
   };
   std::unordered_map<uint64_t, std::vector<Record>> by_buffer_;

@@ -21,13 +21,16 @@ constexpr uint32_t kHeartbeatSignal = 1;  // on a chip: the host is alive and a 
 enum class DescKind : uint32_t { kTask = 1, kEndRun = 2 };
 
 struct ArgDesc {
-  uint64_t offset;  // bytes from the start of the host arena, or of the chip's child arena
-  uint64_t bytes;
+  uint64_t offset;  // of the first element: bytes from the start of the host arena, or of the
+                    // chip's child arena
+  uint64_t bytes;   // of the elements
+  uint64_t extent;  // bytes from the first element to the end of the last
   uint32_t access;
   uint32_t ndim;
   uint64_t shape[kMaxDims];
-  uint32_t child;  // 1: child memory of the chip that runs the task
-  uint32_t reserved;
+  uint64_t strides[kMaxDims];  // in elements
+  uint32_t child;              // 1: child memory of the chip that runs the task
+  uint32_t element_bytes;
 };
 
 // The built-in kernel behind Orchestrator::copy_to / copy_from: args[0] = args[1].

@@ -32,25 +32,18 @@ bool terminal(TaskStatus s) {
   return s == TaskStatus::kSucceeded || s == TaskStatus::kFailed || s == TaskStatus::kSkipped;
 }
 
-bool reads(Access a) {
-  return a == Access::kInput || a == Access::kInOut;
-}
-bool writes(Access a) {
-  return a == Access::kOutput || a == Access::kInOut || a == Access::kOutputExisting;
-}
-
 }  // namespace
 
 Scheduler::Scheduler(WorkerImpl& worker) : worker_(worker), chips_(worker.chips()) {
-  arena_offset_ = worker_.team().offset("arena");
-  arena_ = worker_.team().local_ptr(arena_offset_);
+  arena_ = worker_.team().local_ptr(worker_.team().offset("arena"));
+  host_arena_ = RangeAllocator(worker_.options().host_arena_bytes);
   chip_ready_.resize(chips_);
   in_flight_.assign(chips_, std::vector<std::shared_ptr<TaskState>>(kRingSlots));
   in_flight_member_.assign(chips_, std::vector<size_t>(kRingSlots, 0));
   posted_.assign(chips_, 0);
   completed_.assign(chips_, 0);
   outbox_.assign(chips_, std::vector<TaskDesc>(kRingSlots));
-  child_free_.assign(chips_, {{0, worker_.options().child_arena_bytes}});
+  child_arenas_.assign(chips_, RangeAllocator(worker_.options().child_arena_bytes));
   for (int i = 0; i < worker_.options().num_sub_workers; ++i) {
     subs_.emplace_back([this, i] { sub_worker(i); });
   }
@@ -72,7 +65,7 @@ Scheduler::~Scheduler() {
 
 void Scheduler::begin_run() {
   std::lock_guard lock(mutex_);
-  arena_used_ = 0;
+  ++run_number_;
   tracker_.clear();
   live_.clear();
   first_error_.clear();
@@ -85,140 +78,10 @@ void Scheduler::begin_run() {
   wake_.notify_one();
 }
 
-Tensor Scheduler::host_tensor(std::vector<size_t> shape, DType dtype) {
-  if (shape.empty() || shape.size() > kMaxDims) {
-    throw InvalidArgument("host_tensor: shape needs 1 to " + std::to_string(kMaxDims) +
-                          " dimensions, got " + std::to_string(shape.size()));
-  }
-  size_t elements = 1;
-  for (size_t d : shape)
-    elements *= d;
-  const size_t bytes = elements * dtype_size(dtype);
-  const size_t start = (arena_used_ + 63) / 64 * 64;
-  const size_t limit = worker_.options().host_arena_bytes;
-  if (start + bytes > limit) {
-    throw InvalidArgument("host_tensor: " + std::to_string(bytes) + " bytes do not fit in the " +
-                          "host arena (" + std::to_string(limit - std::min(start, limit)) + " of " +
-                          std::to_string(limit) +
-                          " bytes left; raise WorkerOptions::host_arena_bytes)");
-  }
-  arena_used_ = start + bytes;
-  Tensor t;
-  t.buffer_ = next_buffer_++;
-  t.offset_ = start;
-  t.shape_ = std::move(shape);
-  t.dtype_ = dtype;
-  t.data_ = arena_ + start;
-  std::memset(t.data_, 0, bytes);
-  return t;
-}
-
-// Validates every argument (host tensors of this run; live child memory of the task's own
-// worker, inside its allocation) and returns the byte ranges it touches.
-std::vector<ByteUse> Scheduler::uses_of(const std::vector<TensorArg>& args, const std::string& name,
-                                        int worker) const {
-  std::vector<ByteUse> uses;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const Tensor& t = args[i].tensor;
-    const std::string which = "task '" + name + "': argument " + std::to_string(i);
-    if (t.home_ >= 0) {
-      auto it = child_allocations_.find(t.buffer_);
-      if (it == child_allocations_.end() || !it->second.live) {
-        throw InvalidArgument(which + " is child memory that was freed (a stale handle)");
-      }
-      const ChildAllocation& a = it->second;
-      if (t.home_ != worker) {
-        throw InvalidArgument(which + " is child memory of chip worker " + std::to_string(t.home_) +
-                              ", but the task runs on " +
-                              (worker < 0 ? std::string("a host sub-worker")
-                                          : "chip worker " + std::to_string(worker)));
-      }
-      if (t.offset_ < a.offset || t.offset_ + t.bytes() > a.offset + a.bytes) {
-        throw InvalidArgument(which + " reaches outside its child allocation");
-      }
-    } else if (t.data_ == nullptr || t.offset_ + t.bytes() > arena_used_) {
-      throw InvalidArgument(which + " is not a tensor of this run (create it with host_tensor)");
-    }
-    if (args[i].access == Access::kNoDep) continue;
-    uses.push_back({t.buffer_, t.offset_, t.offset_ + t.bytes(), reads(args[i].access),
-                    writes(args[i].access)});
-  }
-  check_task_uses(uses, name.c_str());
-  return uses;
-}
-
 const std::string& Scheduler::name_of(bool sub, uint32_t fn) const {
   static const std::string copy_name = "copy";
   if (!sub && fn == kCopyKernel) return copy_name;
   return sub ? worker_.sub(fn).name : worker_.kernel(fn).name;
-}
-
-Tensor Scheduler::alloc_child(int worker, std::vector<size_t> shape, DType dtype) {
-  if (worker < 0 || worker >= chips_) {
-    throw InvalidArgument("alloc_child_tensor: worker " + std::to_string(worker) +
-                          " does not exist; chip workers are 0.." + std::to_string(chips_ - 1));
-  }
-  if (shape.empty() || shape.size() > kMaxDims) {
-    throw InvalidArgument("alloc_child_tensor: shape needs 1 to " + std::to_string(kMaxDims) +
-                          " dimensions");
-  }
-  size_t elements = 1;
-  for (size_t d : shape)
-    elements *= d;
-  const size_t bytes = std::max<size_t>(64, (elements * dtype_size(dtype) + 63) / 64 * 64);
-  std::lock_guard lock(mutex_);
-  auto& free = child_free_[worker];
-  for (auto it = free.begin(); it != free.end(); ++it) {
-    if (it->second < bytes) continue;
-    const size_t offset = it->first;
-    const size_t left = it->second - bytes;
-    free.erase(it);
-    if (left > 0) free[offset + bytes] = left;
-    Tensor t;
-    t.buffer_ = next_buffer_++;
-    t.offset_ = offset;
-    t.shape_ = std::move(shape);
-    t.dtype_ = dtype;
-    t.home_ = worker;
-    child_allocations_[t.buffer_] = {worker, offset, bytes, true};
-    return t;
-  }
-  throw InvalidArgument("alloc_child_tensor: " + std::to_string(bytes) +
-                        " bytes do not fit in chip worker " + std::to_string(worker) +
-                        "'s child arena (" + std::to_string(worker_.options().child_arena_bytes) +
-                        " bytes; raise WorkerOptions::child_arena_bytes)");
-}
-
-void Scheduler::free_child(const Tensor& base) {
-  std::lock_guard lock(mutex_);
-  auto it = child_allocations_.find(base.buffer_);
-  if (base.home_ < 0 || it == child_allocations_.end()) {
-    throw InvalidArgument("free_child: not a child allocation");
-  }
-  ChildAllocation& a = it->second;
-  if (!a.live) throw InvalidArgument("free_child: this child allocation was already freed");
-  if (base.offset_ != a.offset) {
-    throw InvalidArgument(
-        "free_child: pass the tensor alloc_child_tensor returned, not a view "
-        "(this one starts " +
-        std::to_string(base.offset_ - a.offset) + " bytes into the allocation)");
-  }
-  a.live = false;
-  child_pending_free_.push_back(base.buffer_);
-}
-
-std::shared_ptr<TaskState> Scheduler::copy(const Tensor& dst, const Tensor& src, const char* what) {
-  const Tensor& child = dst.home_ >= 0 ? dst : src;
-  const Tensor& host = dst.home_ >= 0 ? src : dst;
-  if (child.home_ < 0 || host.home_ >= 0) {
-    throw InvalidArgument(std::string(what) + ": needs one child tensor and one host tensor");
-  }
-  if (dst.bytes() != src.bytes()) {
-    throw InvalidArgument(std::string(what) + ": sizes differ (" + std::to_string(dst.bytes()) +
-                          " and " + std::to_string(src.bytes()) + " bytes)");
-  }
-  std::vector<std::vector<TensorArg>> args{{out_existing(dst), in(src)}};
-  return submit(false, kCopyKernel, std::move(args), {child.home_}, {}, {});
 }
 
 namespace {
@@ -322,6 +185,7 @@ void Scheduler::finish(const std::shared_ptr<TaskState>& task, bool ok, const st
   std::lock_guard lock(mutex_);
   tracker_.finished(task->id);
   live_.erase(task->id);
+  task->member_args.clear();  // lets go of alloc tensors this task was the last user of
   --outstanding_;
   progress_marker_.fetch_add(1);
   if (outstanding_ == 0) wake_.notify_one();  // the run may be ending
@@ -346,6 +210,7 @@ void Scheduler::skip_dependents(const std::shared_ptr<TaskState>& task, const st
     next->status = TaskStatus::kSkipped;
     tracker_.finished(next->id);
     live_.erase(next->id);
+    next->member_args.clear();
     --outstanding_;
     skip_dependents(next, why);
   }
@@ -475,11 +340,15 @@ void Scheduler::post(const TaskState& task, size_t member, uint64_t slot) {
     ArgDesc& a = desc.args[i];
     a.offset = t.offset_;
     a.bytes = t.bytes();
+    a.extent = t.extent_bytes();
     a.access = static_cast<uint32_t>(args[i].access);
     a.ndim = static_cast<uint32_t>(t.shape().size());
-    for (size_t d = 0; d < t.shape().size(); ++d)
+    for (size_t d = 0; d < t.shape().size(); ++d) {
       a.shape[d] = t.shape()[d];
+      a.strides[d] = t.strides()[d];
+    }
     a.child = t.home_ >= 0 ? 1 : 0;
+    a.element_bytes = static_cast<uint32_t>(dtype_size(t.dtype()));
   }
   Team& team = worker_.team();
   team.put(chip + 1, team.offset("ring") + slot * kDescStride, &desc, used_bytes(desc));
@@ -544,7 +413,8 @@ void Scheduler::sub_worker(int index) {
     }
     std::vector<TaskContext::Arg> args;
     for (const TensorArg& a : task->member_args[0]) {
-      args.push_back({a.tensor.data_, a.tensor.bytes(), a.tensor.shape(), a.access});
+      args.push_back(
+          {a.tensor.data_, a.tensor.bytes(), a.tensor.shape(), a.access, a.tensor.strides()});
     }
     TaskContext context(-1, task->id, std::move(args), 0, 1, task->config);
     const uint64_t start = now_ns();
@@ -626,100 +496,9 @@ void Scheduler::end_run() {
   wait_for_drain();
   std::lock_guard lock(mutex_);
   ending_ = false;
-  for (uint64_t buffer : child_pending_free_) {  // every task of the run is done
-    auto it = child_allocations_.find(buffer);
-    auto& free = child_free_[it->second.worker];
-    auto [slot, inserted] = free.emplace(it->second.offset, it->second.bytes);
-    // Merge with the following and the preceding free range.
-    if (auto next = std::next(slot);
-        next != free.end() && slot->first + slot->second == next->first) {
-      slot->second += next->second;
-      free.erase(next);
-    }
-    if (slot != free.begin()) {
-      auto prev = std::prev(slot);
-      if (prev->first + prev->second == slot->first) {
-        prev->second += slot->second;
-        free.erase(slot);
-      }
-    }
-    (void)inserted;
-  }
-  child_pending_free_.clear();
+  release_run_memory();
   if (!trace_path_.empty()) write_trace();
   if (!first_error_.empty()) throw RemoteFailure(first_error_);
-}
-
-void Scheduler::record_span(const TaskState& task, int track, uint64_t start_ns, uint64_t end_ns,
-                            bool ok) {
-  if (trace_path_.empty()) return;
-  std::lock_guard lock(mutex_);
-  spans_.push_back({task.id, task.name, track, start_ns, end_ns, task.deps, ok});
-}
-
-// Chrome trace-event JSON (mutex_ held): one "complete" event per span, tracks named after the
-// chip workers and sub-workers, dependencies in each event's args.
-void Scheduler::write_trace() {
-  std::ofstream out(trace_path_);
-  if (!out) throw InvalidArgument("RANKFLOW_TRACE: cannot write '" + trace_path_ + "'");
-  out << "{\"traceEvents\": [\n";
-  uint64_t origin = UINT64_MAX;
-  for (const Span& s : spans_)
-    origin = std::min(origin, s.start_ns);
-  bool first = true;
-  auto separator = [&] {
-    if (!first) out << ",\n";
-    first = false;
-  };
-  for (int c = 0; c < chips_; ++c) {
-    separator();
-    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": " << c
-        << ", \"args\": {\"name\": \"chip worker " << c << " (rank " << c + 1 << ")\"}}";
-  }
-  for (int k = 0; k < worker_.options().num_sub_workers; ++k) {
-    separator();
-    out << "{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": 0, \"tid\": " << 1000 + k
-        << ", \"args\": {\"name\": \"host sub-worker " << k << "\"}}";
-  }
-  for (const Span& s : spans_) {
-    separator();
-    const int tid = s.track >= 0 ? s.track : 1000 + (-1 - s.track);
-    const double ts = (static_cast<double>(s.start_ns) - static_cast<double>(origin)) / 1000.0;
-    const double dur = static_cast<double>(s.end_ns - std::min(s.end_ns, s.start_ns)) / 1000.0;
-    out << "{\"ph\": \"X\", \"name\": \"" << s.name << "\", \"pid\": 0, \"tid\": " << tid
-        << ", \"ts\": " << ts << ", \"dur\": " << dur << ", \"args\": {\"task\": " << s.task
-        << ", \"ok\": " << (s.ok ? "true" : "false") << ", \"deps\": [";
-    for (size_t i = 0; i < s.deps.size(); ++i)
-      out << (i ? ", " : "") << s.deps[i];
-    out << "]}}";
-  }
-  out << "\n]}\n";
-}
-
-void Scheduler::dump_dot(const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw InvalidArgument("dump_dot: cannot write '" + path + "'");
-  std::lock_guard lock(mutex_);
-  out << "digraph rankflow_run {\n  rankdir=LR;\n  node [shape=box, fontname=\"monospace\"];\n";
-  for (const auto& t : run_tasks_) {
-    std::string where = t->sub ? "host sub-worker" : "chip ";
-    if (!t->sub) {
-      for (size_t m = 0; m < t->workers.size(); ++m) {
-        if (m > 0) where.push_back(',');
-        where.append(std::to_string(t->workers[m]));
-      }
-    }
-    const char* status = t->status == TaskStatus::kSucceeded ? "done"
-                         : t->status == TaskStatus::kFailed  ? "failed"
-                         : t->status == TaskStatus::kSkipped ? "skipped"
-                                                             : "pending";
-    out << "  t" << t->id << " [label=\"" << t->id << ": " << t->name << "\\n"
-        << where << "\\n"
-        << status << "\"" << (t->workers.size() > 1 ? ", style=bold" : "") << "];\n";
-    for (uint64_t d : t->deps)
-      out << "  t" << d << " -> t" << t->id << ";\n";
-  }
-  out << "}\n";
 }
 
 }  // namespace rankflow::runtime

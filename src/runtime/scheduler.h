@@ -17,11 +17,13 @@
 #include <thread>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "rankflow/runtime.h"
 #include "runtime/dependencies.h"
 #include "runtime/protocol.h"
+#include "runtime/range_allocator.h"
 
 namespace rankflow::runtime {
 
@@ -48,6 +50,21 @@ struct TaskState {
   std::string error;  // written before status becomes kFailed or kSkipped
 };
 
+// Where the last copy of an Orchestrator::alloc tensor reports that nothing names its memory any
+// more; the scheduler reclaims it. Shared with every lease, so a tensor that outlives the worker
+// still releases harmlessly.
+struct LeaseQueue {
+  struct Released {
+    uint64_t run;
+    uint64_t buffer;
+    size_t offset;
+    size_t bytes;
+  };
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  std::vector<Released> released;
+};
+
 class Scheduler {
  public:
   explicit Scheduler(WorkerImpl& worker);
@@ -60,6 +77,7 @@ class Scheduler {
   void end_run();
 
   Tensor host_tensor(std::vector<size_t> shape, DType dtype);
+  Tensor alloc(std::vector<size_t> shape, DType dtype);
   Tensor alloc_child(int worker, std::vector<size_t> shape, DType dtype);
   void free_child(const Tensor& base);
   // A copy between host and child memory, as a task on the child's worker.
@@ -99,6 +117,10 @@ class Scheduler {
                                int worker) const;
   const std::string& name_of(bool sub, uint32_t fn) const;
 
+  // Host memory (scheduler_memory.cpp), under mutex_.
+  Tensor place_host_tensor(size_t offset, std::vector<size_t> shape, DType dtype, size_t bytes);
+  void reclaim_released();  // returns the memory of released orch.alloc tensors
+  void release_run_memory();
   struct ChildAllocation {
     int worker;
     size_t offset;
@@ -106,14 +128,16 @@ class Scheduler {
     bool live;
   };
   std::unordered_map<uint64_t, ChildAllocation> child_allocations_;  // by buffer id
-  std::vector<std::map<size_t, size_t>> child_free_;  // per chip: free ranges, offset -> bytes
-  std::vector<uint64_t> child_pending_free_;          // freed this run, reusable after it
+  std::vector<RangeAllocator> child_arenas_;                         // per chip
+  std::vector<uint64_t> child_pending_free_;  // freed this run, reusable after it
+  RangeAllocator host_arena_;
+  std::unordered_set<uint64_t> host_live_;  // host buffers of this run
+  std::shared_ptr<LeaseQueue> leases_ = std::make_shared<LeaseQueue>();
+  uint64_t run_number_ = 0;
 
   WorkerImpl& worker_;
   int chips_;
-  size_t arena_offset_ = 0;
   std::byte* arena_ = nullptr;
-  size_t arena_used_ = 0;
   uint64_t next_buffer_ = 1;
   uint64_t next_task_ = 1;
 

@@ -128,6 +128,29 @@ void WorkerImpl::close() {
 
 namespace {
 
+// Calls fn(byte offset from the first element, bytes) for each contiguous run of a strided
+// argument's elements, so staged results go back without touching the gaps between them.
+template <typename Fn>
+void for_each_run(const ArgDesc& a, Fn fn) {
+  if (a.bytes == 0) return;
+  if (a.bytes == a.extent) return fn(size_t{0}, static_cast<size_t>(a.extent));
+  const uint32_t inner = a.ndim - 1;
+  const bool packed_rows = a.strides[inner] == 1;
+  const uint32_t outer = packed_rows ? inner : a.ndim;  // dimensions walked one index at a time
+  const size_t run = packed_rows ? a.shape[inner] * a.element_bytes : a.element_bytes;
+  uint64_t index[kMaxDims] = {};
+  for (;;) {
+    size_t offset = 0;
+    for (uint32_t d = 0; d < outer; ++d)
+      offset += index[d] * a.strides[d] * a.element_bytes;
+    fn(offset, run);
+    uint32_t d = outer;
+    while (d > 0 && ++index[d - 1] == a.shape[d - 1])
+      index[--d] = 0;
+    if (d == 0) return;
+  }
+}
+
 // The arguments of one task as the kernel sees them: straight into the host's mapped arena, or
 // staged through local copies fetched before and written back after the kernel.
 class ChipArgs {
@@ -138,33 +161,37 @@ class ChipArgs {
     for (uint32_t i = 0; i < desc.nargs; ++i) {
       const ArgDesc& a = desc.args[i];
       std::vector<size_t> shape(a.shape, a.shape + a.ndim);
+      std::vector<size_t> strides(a.strides, a.strides + a.ndim);
       const auto access = static_cast<Access>(a.access);
+      std::byte* data = nullptr;
       if (a.child) {  // this chip's own child memory
-        args_.push_back(
-            {team.local_ptr(team.offset("child") + a.offset), a.bytes, std::move(shape), access});
-        continue;
+        data = team.local_ptr(team.offset("child") + a.offset);
+      } else {
+        data = static_cast<std::byte*>(team.remote_ptr(0, arena + a.offset));
+        if (data == nullptr && a.extent > 0) {
+          staged_[i].resize(a.extent);
+          data = staged_[i].data();
+          if (access != Access::kOutput) team.get(0, arena + a.offset, data, a.extent);
+        }
       }
-      std::byte* data = static_cast<std::byte*>(team.remote_ptr(0, arena + a.offset));
-      if (data == nullptr && a.bytes > 0) {
-        staged_[i].resize(a.bytes);
-        data = staged_[i].data();
-        if (access != Access::kOutput) team.get(0, arena + a.offset, data, a.bytes);
-      }
-      args_.push_back({data, a.bytes, std::move(shape), access});
+      args_.push_back({data, a.bytes, std::move(shape), access, std::move(strides)});
     }
     team.flush();
   }
 
-  // Writes staged outputs back to the host (they land before the completion signal).
+  // Writes staged outputs back to the host (they land before the completion signal): the
+  // elements only, so other tasks' elements between a strided view's rows stay untouched.
   void write_back(const TaskDesc& desc) {
     const size_t arena = team_.offset("arena");
     for (uint32_t i = 0; i < desc.nargs; ++i) {
-      const auto access = static_cast<Access>(desc.args[i].access);
+      const ArgDesc& a = desc.args[i];
+      const auto access = static_cast<Access>(a.access);
       const bool written = access == Access::kOutput || access == Access::kInOut ||
                            access == Access::kOutputExisting;
-      if (written && !desc.args[i].child && !staged_[i].empty()) {
-        team_.put(0, arena + desc.args[i].offset, staged_[i].data(), staged_[i].size());
-      }
+      if (!written || a.child || staged_[i].empty()) continue;
+      for_each_run(a, [&](size_t offset, size_t bytes) {
+        team_.put(0, arena + a.offset + offset, staged_[i].data() + offset, bytes);
+      });
     }
     team_.flush();
   }
@@ -272,27 +299,6 @@ void WorkerImpl::serve_run() {
 
 namespace rankflow {
 
-size_t Tensor::elements() const {
-  size_t n = shape_.empty() ? 0 : 1;
-  for (size_t d : shape_)
-    n *= d;
-  return n;
-}
-
-Tensor Tensor::rows(size_t first, size_t count) const {
-  if (shape_.empty() || first + count > shape_[0]) {
-    throw InvalidArgument("Tensor::rows: rows [" + std::to_string(first) + ", " +
-                          std::to_string(first + count) + ") are outside a leading dimension of " +
-                          std::to_string(shape_.empty() ? 0 : shape_[0]));
-  }
-  Tensor view = *this;
-  const size_t row_bytes = shape_[0] == 0 ? 0 : bytes() / shape_[0];
-  view.shape_[0] = count;
-  view.offset_ += first * row_bytes;
-  view.data_ += first * row_bytes;
-  return view;
-}
-
 std::byte* TaskContext::scratch(size_t bytes) {
   if (scratch_.size() < config_.scratch_bytes) scratch_.resize(config_.scratch_bytes);
   const size_t start = (scratch_used_ + 63) / 64 * 64;
@@ -312,6 +318,16 @@ const TaskContext::Arg& TaskContext::arg(size_t i) const {
                           std::to_string(args_.size()));
   }
   return args_[i];
+}
+
+const TaskContext::Arg& TaskContext::contiguous_arg(size_t i) const {
+  const Arg& a = arg(i);
+  if (!is_contiguous(a.shape, a.strides)) {
+    throw InvalidArgument("task argument " + std::to_string(i) +
+                          " is a strided view; read it with TaskContext::view<T>(" +
+                          std::to_string(i) + ")");
+  }
+  return a;
 }
 
 uint64_t TaskHandle::id() const {
@@ -337,6 +353,10 @@ void TaskHandle::wait(std::chrono::nanoseconds timeout) const {
 
 Tensor Orchestrator::host_tensor(std::vector<size_t> shape, DType dtype) {
   return scheduler_.host_tensor(std::move(shape), dtype);
+}
+
+Tensor Orchestrator::alloc(std::vector<size_t> shape, DType dtype) {
+  return scheduler_.alloc(std::move(shape), dtype);
 }
 
 TaskHandle Orchestrator::submit(KernelHandle kernel, std::vector<TensorArg> args, int worker,

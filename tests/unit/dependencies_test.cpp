@@ -12,13 +12,13 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 ByteUse read(uint64_t buffer, size_t b, size_t e) {
-  return {buffer, b, e, true, false};
+  return {buffer, b, e, true, false, {}};
 }
 ByteUse write(uint64_t buffer, size_t b, size_t e) {
-  return {buffer, b, e, false, true};
+  return {buffer, b, e, false, true, {}};
 }
 ByteUse read_write(uint64_t buffer, size_t b, size_t e) {
-  return {buffer, b, e, true, true};
+  return {buffer, b, e, true, true, {}};
 }
 
 TEST(DependencyTrackerTest, ReadAfterWriteWriteAfterWriteAndWriteAfterRead) {
@@ -49,11 +49,58 @@ TEST(DependencyTrackerTest, FinishedTasksStayInTheGraphUntilOverwritten) {
   EXPECT_THAT(t.add(4, {read(7, 0, 8)}), ElementsAre(3));
 }
 
+// A block of a 16 x 16 float matrix (row stride 64 bytes): rows [r0, r1), columns [c0, c1).
+ByteUse block(bool writes, size_t r0, size_t r1, size_t c0, size_t c1, uint64_t buffer = 7) {
+  ByteUse u{buffer, r0 * 64 + c0 * 4, 0, !writes, writes, {}};
+  u.layout.ndim = 2;
+  u.layout.element_bytes = 4;
+  u.layout.shape[0] = r1 - r0;
+  u.layout.shape[1] = c1 - c0;
+  u.layout.stride[0] = 64;
+  u.layout.stride[1] = 4;
+  u.end = u.begin + ((r1 - r0 - 1) * 64 + (c1 - c0 - 1) * 4) + 4;
+  return u;
+}
+
+TEST(DependencyTrackerTest, StridedViewsCompareTheirBoxesDimensionByDimension) {
+  // Columns 0..3 and 8..11 share the bounding byte range but no element.
+  EXPECT_FALSE(overlaps(block(true, 0, 16, 0, 4), block(true, 0, 16, 8, 12)));
+  EXPECT_FALSE(overlaps(block(true, 0, 16, 0, 4), block(true, 0, 16, 4, 8)));      // adjacent
+  EXPECT_TRUE(overlaps(block(true, 0, 16, 0, 4), block(true, 0, 16, 3, 8)));       // column 3
+  EXPECT_FALSE(overlaps(block(true, 0, 8, 0, 8), block(true, 8, 16, 0, 8)));       // rows apart
+  EXPECT_TRUE(overlaps(block(true, 2, 9, 2, 9), block(true, 8, 16, 8, 16)));       // corner (8, 8)
+  EXPECT_FALSE(overlaps(block(true, 0, 16, 0, 4), block(true, 0, 16, 8, 12, 8)));  // buffers
+  // A contiguous range against a strided view counts by the bounding range (conservative).
+  EXPECT_TRUE(overlaps(write(7, 32, 36), block(true, 0, 16, 0, 4)));
+  EXPECT_FALSE(overlaps(write(7, 1024, 1028), block(true, 0, 16, 0, 4)));
+
+  DependencyTracker t;
+  EXPECT_THAT(t.add(1, {block(true, 0, 16, 0, 4)}), IsEmpty());
+  EXPECT_THAT(t.add(2, {block(true, 0, 16, 8, 12)}), IsEmpty());    // independent columns
+  EXPECT_THAT(t.add(3, {read(7, 0, 1024)}), ElementsAre(1, 2));     // the whole matrix
+  EXPECT_THAT(t.add(4, {block(false, 0, 16, 12, 16)}), IsEmpty());  // unwritten columns
+  t.finished(1);
+  // A strided write does not cover the bytes between its rows, so 3's read stays recorded.
+  EXPECT_THAT(t.add(5, {block(true, 0, 16, 0, 16)}), ElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(t.add(6, {read(7, 0, 4)}), ElementsAre(1, 5));
+}
+
+TEST(DependencyTrackerTest, ForgottenBuffersAddNoEdges) {
+  DependencyTracker t;
+  t.add(1, {write(7, 0, 64)});
+  t.finished(1);
+  t.forget(7);
+  EXPECT_THAT(t.add(2, {read(7, 0, 64)}), IsEmpty());
+}
+
 TEST(DependencyTrackerTest, ConflictingArgumentsOfOneTaskAreErrors) {
   EXPECT_THROW(check_task_uses({write(7, 0, 10), write(7, 5, 15)}, "k"), InvalidArgument);
   EXPECT_THROW(check_task_uses({read(7, 0, 10), write(7, 5, 15)}, "k"), InvalidArgument);
   EXPECT_NO_THROW(check_task_uses({read(7, 0, 10), read(7, 5, 15)}, "k"));
   EXPECT_NO_THROW(check_task_uses({write(7, 0, 10), write(7, 10, 15)}, "k"));
+  EXPECT_NO_THROW(check_task_uses({block(true, 0, 16, 0, 4), block(true, 0, 16, 8, 12)}, "k"));
+  EXPECT_THROW(check_task_uses({block(true, 0, 16, 0, 4), block(false, 0, 16, 2, 12)}, "k"),
+               InvalidArgument);
 }
 
 }  // namespace

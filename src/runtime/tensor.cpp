@@ -1,0 +1,112 @@
+// Tensor views: shapes, strides and the bounds of the allocation they lie in. Host-side values,
+// used by the orchestration body on the host's main thread.
+#include <string>
+
+#include "rankflow/error.h"
+#include "rankflow/tensor.h"
+#include "runtime/protocol.h"
+
+namespace rankflow {
+namespace {
+
+std::string dims(const std::vector<size_t>& v) {
+  std::string s = "{";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "}";
+}
+
+}  // namespace
+
+std::vector<size_t> contiguous_strides(const std::vector<size_t>& shape) {
+  std::vector<size_t> strides(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;)
+    strides[d - 1] = strides[d] * shape[d];
+  return strides;
+}
+
+size_t Tensor::elements() const {
+  size_t n = shape_.empty() ? 0 : 1;
+  for (size_t d : shape_)
+    n *= d;
+  return n;
+}
+
+size_t Tensor::extent_bytes() const {
+  if (elements() == 0) return 0;
+  size_t last = 0;
+  for (size_t d = 0; d < shape_.size(); ++d)
+    last += (shape_[d] - 1) * strides_[d];
+  return (last + 1) * dtype_size(dtype_);
+}
+
+bool is_contiguous(const std::vector<size_t>& shape, const std::vector<size_t>& strides) {
+  if (strides.empty()) return true;
+  size_t expected = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    if (shape[d] == 0) return true;
+    if (shape[d] != 1 && strides[d] != expected) return false;
+    expected *= shape[d];
+  }
+  return true;
+}
+
+bool Tensor::contiguous() const {
+  return is_contiguous(shape_, strides_);
+}
+
+void Tensor::check_host_span(size_t element_bytes) const {
+  if (home_ >= 0 || data_ == nullptr) {
+    throw InvalidArgument("Tensor::host: not host memory (child memory lives on chip worker " +
+                          std::to_string(home_) + "; copy it back with copy_from)");
+  }
+  if (element_bytes != dtype_size(dtype_)) {
+    throw InvalidArgument("Tensor::host: element type of " + std::to_string(element_bytes) +
+                          " bytes for a " + std::string(to_string(dtype_)) + " tensor");
+  }
+}
+
+Tensor Tensor::view(std::vector<size_t> shape, std::vector<size_t> strides,
+                    size_t byte_offset) const {
+  const std::string what = "Tensor::view(shape " + dims(shape) + ", strides " + dims(strides) +
+                           ", byte offset " + std::to_string(byte_offset) + ")";
+  if (buffer_ == 0) throw InvalidArgument(what + ": of an empty tensor");
+  if (shape.empty() || shape.size() > runtime::kMaxDims) {
+    throw InvalidArgument(what + ": a view has 1 to " + std::to_string(runtime::kMaxDims) +
+                          " dimensions");
+  }
+  if (strides.empty()) strides = contiguous_strides(shape);
+  if (strides.size() != shape.size()) {
+    throw InvalidArgument(what + ": one stride per dimension");
+  }
+  for (size_t s : strides) {
+    if (s == 0) throw InvalidArgument(what + ": strides must be positive");
+  }
+  if (byte_offset % dtype_size(dtype_) != 0) {
+    throw InvalidArgument(what + ": the offset is not a multiple of the element size (" +
+                          std::to_string(dtype_size(dtype_)) + " bytes)");
+  }
+  Tensor v = *this;
+  v.shape_ = std::move(shape);
+  v.strides_ = std::move(strides);
+  v.offset_ = offset_ + byte_offset;
+  if (v.data_ != nullptr) v.data_ += byte_offset;
+  if (v.offset_ < alloc_begin_ || v.offset_ + v.extent_bytes() > alloc_end_) {
+    throw InvalidArgument(what + ": reaches outside its allocation of " +
+                          std::to_string(alloc_end_ - alloc_begin_) + " bytes");
+  }
+  return v;
+}
+
+Tensor Tensor::slice(size_t dim, size_t begin, size_t end) const {
+  if (dim >= shape_.size() || begin > end || end > shape_[dim]) {
+    throw InvalidArgument("Tensor::slice(" + std::to_string(dim) + ", " + std::to_string(begin) +
+                          ", " + std::to_string(end) + "): outside a tensor of shape " +
+                          dims(shape_));
+  }
+  std::vector<size_t> shape = shape_;
+  shape[dim] = end - begin;
+  return view(std::move(shape), strides_, begin * strides_[dim] * dtype_size(dtype_));
+}
+
+}  // namespace rankflow
