@@ -121,6 +121,8 @@ class TaskHandle {
   TaskHandle() = default;
   uint64_t id() const;
   bool done() const;
+  // The earlier tasks of the run this one waits for (inferred and explicit), sorted.
+  std::vector<uint64_t> depends_on() const;
   // Waits for completion; Timeout if it does not finish in time (the task is not cancelled).
   // Throws the task's error if it failed.
   void wait(std::chrono::nanoseconds timeout = std::chrono::seconds(120)) const;

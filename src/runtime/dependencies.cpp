@@ -41,7 +41,7 @@ bool same_layout(const Layout& a, const Layout& b) {
   return true;
 }
 
-// A write that covers every byte of an earlier finished record makes that record redundant.
+// Whether `write` touches every byte of `earlier` (a strided write never counts).
 bool covers(const ByteUse& write, const ByteUse& earlier) {
   return write.layout.ndim == 0 && write.begin <= earlier.begin && earlier.end <= write.end;
 }
@@ -74,24 +74,18 @@ std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<By
   }
   for (const ByteUse& use : uses) {
     auto& records = by_buffer_[use.buffer];
-    if (use.writes) {  // finished records this write covers can add no edge the new one lacks
-      records.erase(
-          std::remove_if(records.begin(), records.end(),
-                         [&](const Record& r) { return r.finished && covers(use, r.use); }),
-          records.end());
+    // A write that covers a record depends on that record's task, so every later task that
+    // would depend on it through these bytes depends on the write instead: the record can go.
+    if (use.writes) {
+      records.erase(std::remove_if(records.begin(), records.end(),
+                                   [&](const Record& r) { return covers(use, r.use); }),
+                    records.end());
     }
-    records.push_back({task, use, false});
+    records.push_back({task, use});
   }
   std::sort(before.begin(), before.end());
   before.erase(std::unique(before.begin(), before.end()), before.end());
   return before;
-}
-
-void DependencyTracker::finished(uint64_t task) {
-  for (auto& [buffer, records] : by_buffer_) {
-    for (Record& r : records)
-      r.finished = r.finished || r.task == task;
-  }
 }
 
 void check_task_uses(const std::vector<ByteUse>& uses, const char* kernel) {

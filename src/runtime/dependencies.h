@@ -40,11 +40,8 @@ class DependencyTracker {
  public:
   // Records `uses` of `task` and returns every earlier task it depends on (sorted, without
   // duplicates), finished ones included: the caller waits only for those still running, and
-  // the graph dump shows them all.
+  // the graph dump shows them all. A record stays until a later write covers its bytes.
   std::vector<uint64_t> add(uint64_t task, const std::vector<ByteUse>& uses);
-  // Marks `task` finished. Its records stay until a later write covers them, so the graph
-  // keeps its edges while the bookkeeping stays proportional to the live ranges.
-  void finished(uint64_t task);
   void clear() { by_buffer_.clear(); }
   // Drops every record of a buffer whose memory was reclaimed (no live task uses it).
   void forget(uint64_t buffer) { by_buffer_.erase(buffer); }
@@ -53,7 +50,6 @@ class DependencyTracker {
   struct Record {
     uint64_t task;
     ByteUse use;
-    bool finished;
   };
   std::unordered_map<uint64_t, std::vector<Record>> by_buffer_;
 };

@@ -81,6 +81,12 @@ void Scheduler::begin_run() {
 const std::string& Scheduler::name_of(bool sub, uint32_t fn) const {
   static const std::string copy_name = "copy";
   if (!sub && fn == kCopyKernel) return copy_name;
+  if (fn >= (sub ? worker_.sub_count() : worker_.kernel_count())) {
+    throw InvalidArgument(std::string(sub ? "submit_sub" : "submit") + ": handle " +
+                          std::to_string(fn) + " is not a registered " +
+                          (sub ? "sub callable" : "kernel") + " (use the handle " +
+                          (sub ? "register_sub" : "register_kernel") + " returned)");
+  }
   return sub ? worker_.sub(fn).name : worker_.kernel(fn).name;
 }
 
@@ -153,6 +159,8 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
     before.push_back(id);
   }
   ++outstanding_;
+  std::sort(before.begin(), before.end());
+  before.erase(std::unique(before.begin(), before.end()), before.end());
   task->deps = before;
   run_tasks_.push_back(task);
   for (uint64_t id : before) {
@@ -183,7 +191,6 @@ void Scheduler::make_ready(const std::shared_ptr<TaskState>& task) {
 
 void Scheduler::finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error) {
   std::lock_guard lock(mutex_);
-  tracker_.finished(task->id);
   live_.erase(task->id);
   task->member_args.clear();  // lets go of alloc tensors this task was the last user of
   --outstanding_;
@@ -208,7 +215,6 @@ void Scheduler::skip_dependents(const std::shared_ptr<TaskState>& task, const st
     if (terminal(next->status)) continue;
     next->error = "skipped: " + why;
     next->status = TaskStatus::kSkipped;
-    tracker_.finished(next->id);
     live_.erase(next->id);
     next->member_args.clear();
     --outstanding_;

@@ -31,14 +31,21 @@ size_t checked_bytes(const std::vector<size_t>& shape, DType dtype, const char* 
 }
 
 // The last copy of an alloc tensor (or of a view of it) reports its memory free.
-struct Lease {
-  std::shared_ptr<LeaseQueue> queue;
-  LeaseQueue::Released what;
+class Lease {
+ public:
+  Lease(std::shared_ptr<LeaseQueue> queue, LeaseQueue::Released what)
+      : queue_(std::move(queue)), what_(what) {}
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
   ~Lease() {
-    std::lock_guard lock(queue->mutex);
-    queue->released.push_back(what);
-    queue->released_cv.notify_all();
+    std::lock_guard lock(queue_->mutex);
+    queue_->released.push_back(what_);
+    queue_->released_cv.notify_all();
   }
+
+ private:
+  std::shared_ptr<LeaseQueue> queue_;
+  LeaseQueue::Released what_;
 };
 
 }  // namespace
@@ -90,8 +97,8 @@ Tensor Scheduler::alloc(std::vector<size_t> shape, DType dtype) {
       reclaim_released();
       if (const auto offset = host_arena_.allocate(bytes)) {
         Tensor t = place_host_tensor(*offset, std::move(shape), dtype, bytes);
-        t.lease_ =
-            std::make_shared<Lease>(Lease{leases_, {run_number_, t.buffer_, *offset, bytes}});
+        t.lease_ = std::make_shared<Lease>(
+            leases_, LeaseQueue::Released{run_number_, t.buffer_, *offset, bytes});
         return t;
       }
       if (!first_error_.empty()) throw RemoteFailure("this run already failed: " + first_error_);

@@ -89,12 +89,12 @@ Tensor Tensor::view(std::vector<size_t> shape, std::vector<size_t> strides,
   Tensor v = *this;
   v.shape_ = std::move(shape);
   v.strides_ = std::move(strides);
-  v.offset_ = offset_ + byte_offset;
-  if (v.data_ != nullptr) v.data_ += byte_offset;
-  if (v.offset_ < alloc_begin_ || v.offset_ + v.extent_bytes() > alloc_end_) {
+  if (byte_offset > alloc_end_ - offset_ || v.extent_bytes() > alloc_end_ - offset_ - byte_offset) {
     throw InvalidArgument(what + ": reaches outside its allocation of " +
                           std::to_string(alloc_end_ - alloc_begin_) + " bytes");
   }
+  v.offset_ = offset_ + byte_offset;
+  if (v.data_ != nullptr) v.data_ += byte_offset;
   return v;
 }
 

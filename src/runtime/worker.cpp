@@ -334,6 +334,10 @@ uint64_t TaskHandle::id() const {
   return state_ ? state_->id : 0;
 }
 
+std::vector<uint64_t> TaskHandle::depends_on() const {
+  return state_ ? state_->deps : std::vector<uint64_t>{};
+}
+
 bool TaskHandle::done() const {
   if (!state_) return false;
   const auto s = state_->status.load();

@@ -37,15 +37,12 @@ TEST(DependencyTrackerTest, DisjointRangesAndOtherBuffersAreIndependent) {
   EXPECT_THAT(t.add(3, {write(8, 0, 64)}), IsEmpty());    // another buffer
 }
 
-TEST(DependencyTrackerTest, FinishedTasksStayInTheGraphUntilOverwritten) {
+TEST(DependencyTrackerTest, RecordsStayUntilAWriteCoversThem) {
   DependencyTracker t;
   t.add(1, {write(7, 0, 64)});
-  t.finished(1);
   EXPECT_THAT(t.add(2, {read(7, 0, 64)}), ElementsAre(1));  // the edge is still reported
-  t.finished(2);
   EXPECT_THAT(t.add(3, {write(7, 0, 64)}), ElementsAre(1, 2));
-  t.finished(3);
-  // Task 3's write covered 1 and 2, so they are gone; only 3 is left to depend on.
+  // Task 3's write covered 1 and 2 (and depends on both), so only 3 is left to depend on.
   EXPECT_THAT(t.add(4, {read(7, 0, 8)}), ElementsAre(3));
 }
 
@@ -79,8 +76,7 @@ TEST(DependencyTrackerTest, StridedViewsCompareTheirBoxesDimensionByDimension) {
   EXPECT_THAT(t.add(2, {block(true, 0, 16, 8, 12)}), IsEmpty());    // independent columns
   EXPECT_THAT(t.add(3, {read(7, 0, 1024)}), ElementsAre(1, 2));     // the whole matrix
   EXPECT_THAT(t.add(4, {block(false, 0, 16, 12, 16)}), IsEmpty());  // unwritten columns
-  t.finished(1);
-  // A strided write does not cover the bytes between its rows, so 3's read stays recorded.
+  // A strided write does not cover the bytes between its rows, so every record stays.
   EXPECT_THAT(t.add(5, {block(true, 0, 16, 0, 16)}), ElementsAre(1, 2, 3, 4));
   EXPECT_THAT(t.add(6, {read(7, 0, 4)}), ElementsAre(1, 5));
 }
@@ -88,7 +84,6 @@ TEST(DependencyTrackerTest, StridedViewsCompareTheirBoxesDimensionByDimension) {
 TEST(DependencyTrackerTest, ForgottenBuffersAddNoEdges) {
   DependencyTracker t;
   t.add(1, {write(7, 0, 64)});
-  t.finished(1);
   t.forget(7);
   EXPECT_THAT(t.add(2, {read(7, 0, 64)}), IsEmpty());
 }
