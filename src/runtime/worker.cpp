@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "rankflow/error.h"
+#include "runtime/crash_report.h"
 #include "runtime/protocol.h"
 #include "runtime/scheduler.h"
 #include "runtime/worker_impl.h"
@@ -93,7 +94,11 @@ void WorkerImpl::init() {
        {"child", options_.child_arena_bytes, 4096},  // each chip's child memory
        {"arena", options_.host_arena_bytes, 4096}},  // last: only the host holds it
       "runtime", kDoneSignalBase + static_cast<uint32_t>(chips()), /*last_buffer_here=*/is_host()));
-  if (is_host()) scheduler_ = std::make_unique<Scheduler>(*this);
+  if (is_host()) {
+    scheduler_ = std::make_unique<Scheduler>(*this);
+  } else {
+    install_crash_report(rank_, rank_ - 1);
+  }
   state_ = State::kReady;
 }
 
@@ -260,12 +265,14 @@ void WorkerImpl::serve_run() {
     record.start_ns = now_ns();
     if (desc.kind == DescKind::kTask) {
       const bool copy = desc.kernel == kCopyKernel;
-      const std::string& name = copy ? std::string("copy") : kernels_.at(desc.kernel).name;
+      static const std::string copy_name = "copy";
+      const std::string& name = copy ? copy_name : kernels_.at(desc.kernel).name;
       try {
         ChipArgs args(t, desc);
         TaskContext context(chip, desc.task_id, args.take(), static_cast<int>(desc.group_rank),
                             static_cast<int>(desc.group_size),
                             CallConfig{static_cast<int>(desc.threads), desc.scratch_bytes});
+        crash_report_task(desc.task_id, name.c_str());
         if (copy) {
           std::memcpy(context.output<std::byte>(0).data(), context.input<std::byte>(1).data(),
                       desc.args[0].bytes);
@@ -284,6 +291,7 @@ void WorkerImpl::serve_run() {
                                  "': unknown exception");
       }
     }
+    crash_report_task(0, nullptr);
     record.end_ns = now_ns();
     t.put(0, t.offset("completions") + (chip * kRingSlots + slot) * kCompletionStride, &record,
           used_bytes(record));
