@@ -4,7 +4,8 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 install(DIRECTORY include/rankflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS rankflow rankflow_collectives rankflow_runtime rankflow_transport rankflow_common
+install(TARGETS rankflow rankflow_runtime rankflow_api rankflow_collectives rankflow_transport
+                rankflow_common
         EXPORT rankflowTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})

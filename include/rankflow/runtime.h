@@ -29,6 +29,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "rankflow/domain.h"
 #include "rankflow/tensor.h"
 #include "rankflow/types.h"
 
@@ -66,6 +67,8 @@ class TaskContext {
     const Arg& a = arg(i);
     return {reinterpret_cast<T*>(a.data), a.shape, a.strides};
   }
+  // The communication domain passed as argument i with domain_arg (InvalidArgument otherwise).
+  DomainContext& domain(size_t i) const;
   size_t args() const { return args_.size(); }
   const std::vector<size_t>& shape(size_t i) const { return arg(i).shape; }
   int worker() const { return worker_; }  // chip worker id, or -1 on a sub-worker
@@ -82,7 +85,8 @@ class TaskContext {
     size_t bytes;     // of the elements
     std::vector<size_t> shape;
     Access access;
-    std::vector<size_t> strides;  // in elements; empty or row-major when contiguous
+    std::vector<size_t> strides;      // in elements; empty or row-major when contiguous
+    DomainContext* domain = nullptr;  // a domain_arg
   };
   TaskContext(int worker, uint64_t task_id, std::vector<Arg> args, int group_rank = 0,
               int group_size = 1, CallConfig config = {})
@@ -179,6 +183,15 @@ class Orchestrator {
   // reused only after the run, when every task that used it is done. Freeing twice, freeing a
   // view, or using the tensor afterwards is an InvalidArgument.
   void free_child(const Tensor& base);
+
+  // A communication domain over chip `workers` (distinct, in range; domain rank r is
+  // workers[r]) with a zeroed symmetric window of `window_bytes` holding `buffers` at the same
+  // offsets on every member. Only before the run's first submit (InvalidState after). Every
+  // argument is checked before anything happens: InvalidArgument for no or duplicate workers, a
+  // worker out of range, a zero window, duplicate buffer names, buffers larger than the window,
+  // or a name already live in this run. The domain lives until the run ends (see domain.h).
+  Domain allocate_domain(std::string name, std::vector<int> workers, size_t window_bytes,
+                         std::vector<BufferSpec> buffers = {});
 
   // Writes this run's graph so far as Graphviz DOT: one node per task (id, name, where it runs,
   // status), one edge per dependency. `dot -Tpng path -o graph.png` draws it.

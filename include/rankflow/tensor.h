@@ -24,6 +24,7 @@ namespace rankflow {
 
 namespace runtime {
 class Scheduler;
+struct DomainState;
 }  // namespace runtime
 
 // How a task uses a tensor argument (the reference's tags).
@@ -120,24 +121,27 @@ class Tensor {
   std::shared_ptr<void> lease_;  // orch.alloc: the memory is reclaimed when the last copy goes
 };
 
+// One argument of a task: a tensor and how the task uses it, or a communication domain
+// (rankflow::domain_arg in runtime.h).
 struct TensorArg {
   Tensor tensor;
   Access access;
+  std::shared_ptr<const runtime::DomainState> domain = nullptr;
 };
 inline TensorArg in(const Tensor& t) {
-  return {t, Access::kInput};
+  return {t, Access::kInput, nullptr};
 }
 inline TensorArg out(const Tensor& t) {
-  return {t, Access::kOutput};
+  return {t, Access::kOutput, nullptr};
 }
 inline TensorArg inout(const Tensor& t) {
-  return {t, Access::kInOut};
+  return {t, Access::kInOut, nullptr};
 }
 inline TensorArg out_existing(const Tensor& t) {
-  return {t, Access::kOutputExisting};
+  return {t, Access::kOutputExisting, nullptr};
 }
 inline TensorArg no_dep(const Tensor& t) {
-  return {t, Access::kNoDep};
+  return {t, Access::kNoDep, nullptr};
 }
 
 // Row-major strides (in elements) of a contiguous `shape`.

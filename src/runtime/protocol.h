@@ -20,6 +20,12 @@ constexpr uint32_t kHeartbeatSignal = 1;  // on a chip: the host is alive and a 
 
 enum class DescKind : uint32_t { kTask = 1, kEndRun = 2 };
 
+enum ArgSpace : uint32_t {
+  kHostSpace = 0,    // the host's arena
+  kChildSpace = 1,   // the running chip's child memory
+  kDomainSpace = 2,  // no memory: `offset` is the id of a communication domain
+};
+
 struct ArgDesc {
   uint64_t offset;  // of the first element: bytes from the start of the host arena, or of the
                     // chip's child arena
@@ -29,12 +35,32 @@ struct ArgDesc {
   uint32_t ndim;
   uint64_t shape[kMaxDims];
   uint64_t strides[kMaxDims];  // in elements
-  uint32_t child;              // 1: child memory of the chip that runs the task
+  uint32_t space;              // ArgSpace: where `offset` points
   uint32_t element_bytes;
 };
 
 // The built-in kernel behind Orchestrator::copy_to / copy_from: args[0] = args[1].
 constexpr uint32_t kCopyKernel = 0xFFFFFFF0u;
+// The built-in group kernel behind Orchestrator::allocate_domain: its members build the domain
+// described by the DomainDesc in the descriptor's payload.
+constexpr uint32_t kCreateDomainKernel = 0xFFFFFFF1u;
+
+constexpr uint32_t kMaxDomainMembers = 64;
+constexpr uint32_t kMaxDomainBuffers = 16;
+constexpr size_t kMaxDomainName = 48;  // bytes of a domain or buffer name, with the terminator
+
+struct DomainDesc {
+  uint32_t id;
+  uint32_t members;
+  int32_t workers[kMaxDomainMembers];  // domain rank r is chip worker workers[r]
+  uint64_t window_bytes;
+  uint32_t buffers;
+  uint32_t reserved;
+  char name[kMaxDomainName];
+  char buffer_names[kMaxDomainBuffers][kMaxDomainName];
+  uint64_t buffer_bytes[kMaxDomainBuffers];
+  uint64_t buffer_alignment[kMaxDomainBuffers];
+};
 
 struct TaskDesc {
   DescKind kind;
@@ -45,8 +71,11 @@ struct TaskDesc {
   uint32_t group_size;
   uint32_t threads;
   uint64_t scratch_bytes;
+  uint32_t payload_bytes;  // a kCreateDomainKernel descriptor: a DomainDesc in place of args
+  uint32_t reserved;
   ArgDesc args[kMaxArgs];
 };
+static_assert(sizeof(DomainDesc) <= sizeof(ArgDesc) * kMaxArgs);
 
 struct Completion {
   uint64_t task_id;
@@ -62,7 +91,8 @@ constexpr size_t kDescStride = (sizeof(TaskDesc) + 63) / 64 * 64;
 // Only the used part of a descriptor or record travels: the header and `nargs` arguments, or
 // the header and the message of a failure.
 inline size_t used_bytes(const TaskDesc& d) {
-  return offsetof(TaskDesc, args) + d.nargs * sizeof(ArgDesc);
+  const size_t args = d.nargs * sizeof(ArgDesc);
+  return offsetof(TaskDesc, args) + (args > d.payload_bytes ? args : d.payload_bytes);
 }
 inline size_t used_bytes(const Completion& c) {
   size_t message = 0;

@@ -75,12 +75,15 @@ void Scheduler::begin_run() {
   run_open_ = true;
   last_beat_ = std::chrono::steady_clock::now();
   run_tasks_.clear();
+  submitted_this_run_ = false;
   wake_.notify_one();
 }
 
 const std::string& Scheduler::name_of(bool sub, uint32_t fn) const {
   static const std::string copy_name = "copy";
+  static const std::string domain_name = "allocate_domain";
   if (!sub && fn == kCopyKernel) return copy_name;
+  if (!sub && fn == kCreateDomainKernel) return domain_name;
   if (fn >= (sub ? worker_.sub_count() : worker_.kernel_count())) {
     throw InvalidArgument(std::string(sub ? "submit_sub" : "submit") + ": handle " +
                           std::to_string(fn) + " is not a registered " +
@@ -107,9 +110,9 @@ void check_config(const CallConfig& config, const std::string& name) {
 
 std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
                                              std::vector<std::vector<TensorArg>> member_args,
-                                             std::vector<int> workers,
-                                             const std::vector<uint64_t>& after,
-                                             CallConfig config) {
+                                             std::vector<int> workers, std::vector<uint64_t> after,
+                                             CallConfig config,
+                                             std::shared_ptr<const DomainDesc> domain_setup) {
   const std::string& name = name_of(sub, fn);
   check_config(config, name);
   if (!sub && (workers.empty() || workers.size() != member_args.size())) {
@@ -123,7 +126,8 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
       throw InvalidArgument("task '" + name + "': " + std::to_string(member_args[m].size()) +
                             " arguments, at most " + std::to_string(kMaxArgs));
     }
-    const auto member_uses = uses_of(member_args[m], name, sub ? -1 : workers.at(m));
+    const int worker = sub ? -1 : workers.at(m);
+    const auto member_uses = uses_of(member_args[m], name, worker);
     uses.insert(uses.end(), member_uses.begin(), member_uses.end());
   }
   if (member_args.size() > 1) check_task_uses(uses, name.c_str());
@@ -146,9 +150,13 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
   task->member_args = std::move(member_args);
   task->config = config;
   task->name = name;
+  task->domain_setup = std::move(domain_setup);
 
   std::lock_guard lock(mutex_);
   if (!first_error_.empty()) throw RemoteFailure("this run already failed: " + first_error_);
+  for (size_t m = 0; m < task->member_args.size(); ++m)
+    check_domain_args(task->member_args[m], name, sub ? -1 : task->workers[m], after);
+  if (!task->domain_setup) submitted_this_run_ = true;
   task->id = next_task_++;
   std::vector<uint64_t> before = tracker_.add(task->id, uses);
   for (uint64_t id : after) {
@@ -287,11 +295,12 @@ bool Scheduler::dispatch() {
   std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>> to_post;
   {
     std::lock_guard lock(mutex_);
-    std::vector<uint64_t> hold_from(chips_, UINT64_MAX);  // singles ready after this wait
-    std::shared_ptr<TaskState> group = group_ready_.empty() ? nullptr : group_ready_.front();
-    if (group) {
-      for (int w : group->workers)
-        hold_from[w] = group->ready_sequence;
+    launch_groups(to_post);
+    // The group now at the head reserves its workers: singles that became ready after it wait.
+    std::vector<uint64_t> hold_from(chips_, UINT64_MAX);
+    if (!group_ready_.empty()) {
+      for (int w : group_ready_.front()->workers)
+        hold_from[w] = group_ready_.front()->ready_sequence;
     }
     for (int c = 0; c < chips_; ++c) {
       while (!chip_ready_[c].empty() && chip_ready_[c].front()->ready_sequence < hold_from[c] &&
@@ -305,27 +314,34 @@ bool Scheduler::dispatch() {
         to_post.emplace_back(std::move(task), 0, slot);
       }
     }
-    bool launch = group != nullptr;
-    for (int w : group ? group->workers : std::vector<int>{}) {
-      const bool earlier_queued =
-          !chip_ready_[w].empty() && chip_ready_[w].front()->ready_sequence < group->ready_sequence;
-      launch = launch && posted_[w] == completed_[w] && !earlier_queued;
-    }
-    if (launch) {
-      group_ready_.pop_front();
-      group->status = TaskStatus::kRunning;
-      for (size_t m = 0; m < group->workers.size(); ++m) {
-        const int c = group->workers[m];
-        const uint64_t slot = posted_[c]++ % kRingSlots;
-        in_flight_[c][slot] = group;
-        in_flight_member_[c][slot] = m;
-        to_post.emplace_back(group, m, slot);
-      }
-    }
   }
   for (const auto& [task, member, slot] : to_post)
     post(*task, member, slot);
   return !to_post.empty();
+}
+
+// Launches the group at the head of the group queue, all members at once, when every one of its
+// workers is idle with no single task queued that became ready before the group; then the next
+// group is the head (mutex_ held).
+void Scheduler::launch_groups(
+    std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>>& out) {
+  while (!group_ready_.empty()) {
+    const auto group = group_ready_.front();
+    for (int w : group->workers) {
+      const bool earlier_queued =
+          !chip_ready_[w].empty() && chip_ready_[w].front()->ready_sequence < group->ready_sequence;
+      if (posted_[w] != completed_[w] || earlier_queued) return;
+    }
+    group_ready_.pop_front();
+    group->status = TaskStatus::kRunning;
+    for (size_t m = 0; m < group->workers.size(); ++m) {
+      const int c = group->workers[m];
+      const uint64_t slot = posted_[c]++ % kRingSlots;
+      in_flight_[c][slot] = group;
+      in_flight_member_[c][slot] = m;
+      out.emplace_back(group, m, slot);
+    }
+  }
 }
 
 void Scheduler::post(const TaskState& task, size_t member, uint64_t slot) {
@@ -341,6 +357,10 @@ void Scheduler::post(const TaskState& task, size_t member, uint64_t slot) {
   desc.group_size = static_cast<uint32_t>(task.workers.size());
   desc.threads = static_cast<uint32_t>(task.config.threads);
   desc.scratch_bytes = task.config.scratch_bytes;
+  if (task.domain_setup) {
+    std::memcpy(static_cast<void*>(desc.args), task.domain_setup.get(), sizeof(DomainDesc));
+    desc.payload_bytes = sizeof(DomainDesc);
+  }
   for (size_t i = 0; i < args.size(); ++i) {
     const Tensor& t = args[i].tensor;
     ArgDesc& a = desc.args[i];
@@ -353,7 +373,8 @@ void Scheduler::post(const TaskState& task, size_t member, uint64_t slot) {
       a.shape[d] = t.shape()[d];
       a.strides[d] = t.strides()[d];
     }
-    a.child = t.home_ >= 0 ? 1 : 0;
+    a.space = args[i].domain ? kDomainSpace : t.home_ >= 0 ? kChildSpace : kHostSpace;
+    if (args[i].domain) a.offset = args[i].domain->id;
     a.element_bytes = static_cast<uint32_t>(dtype_size(t.dtype()));
   }
   Team& team = worker_.team();

@@ -22,6 +22,7 @@
 
 #include "rankflow/runtime.h"
 #include "runtime/dependencies.h"
+#include "runtime/domains.h"
 #include "runtime/protocol.h"
 #include "runtime/range_allocator.h"
 
@@ -38,6 +39,7 @@ struct TaskState {
   std::vector<int> workers;  // one per member; a single task has one; subs none
   std::vector<std::vector<TensorArg>> member_args;  // the arguments of each member
   CallConfig config;
+  std::shared_ptr<const DomainDesc> domain_setup;  // an allocate_domain task's payload
   uint64_t ready_sequence = 0;  // when it became ready (orders chips' FIFOs against groups)
   std::vector<uint64_t> deps;   // the tasks it waited for (for the trace and the DOT dump)
   int members_done = 0;
@@ -85,8 +87,13 @@ class Scheduler {
   // A sub task (workers empty), a single chip task (one worker) or a group (several).
   std::shared_ptr<TaskState> submit(bool sub, uint32_t fn,
                                     std::vector<std::vector<TensorArg>> member_args,
-                                    std::vector<int> workers, const std::vector<uint64_t>& after,
-                                    CallConfig config);
+                                    std::vector<int> workers, std::vector<uint64_t> after,
+                                    CallConfig config,
+                                    std::shared_ptr<const DomainDesc> domain_setup = nullptr);
+  // Validates, then has the members build the domain (a group task ahead of every other).
+  std::shared_ptr<DomainState> allocate_domain(std::string name, std::vector<int> workers,
+                                               size_t window_bytes,
+                                               std::vector<BufferSpec> buffers);
 
  private:
   void loop();                 // the scheduler thread
@@ -94,7 +101,7 @@ class Scheduler {
   bool dispatch();             // posts ready chip tasks; true if it did anything
   bool collect();              // reads chip completions; true if it did anything
   void post(const TaskState& task, size_t member, uint64_t slot);
-  bool dispatch_group(std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>>& out);
+  void launch_groups(std::vector<std::tuple<std::shared_ptr<TaskState>, size_t, uint64_t>>& out);
   void member_done(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
   // One span of the trace: a task (or a group member) on a track.
   struct Span {
@@ -130,6 +137,13 @@ class Scheduler {
   std::unordered_map<uint64_t, ChildAllocation> child_allocations_;  // by buffer id
   std::vector<RangeAllocator> child_arenas_;                         // per chip
   std::vector<uint64_t> child_pending_free_;  // freed this run, reusable after it
+  // Domain arguments of one member: checked, and the creation tasks they wait for.
+  void check_domain_args(const std::vector<TensorArg>& args, const std::string& name, int worker,
+                         std::vector<uint64_t>& after) const;
+  std::vector<std::shared_ptr<DomainState>> run_domains_;  // allocated in this run
+  uint32_t next_domain_ = 1;
+  bool submitted_this_run_ = false;  // domains come before the first submit
+
   RangeAllocator host_arena_;
   std::unordered_set<uint64_t> host_live_;  // host buffers of this run
   std::shared_ptr<LeaseQueue> leases_ = std::make_shared<LeaseQueue>();

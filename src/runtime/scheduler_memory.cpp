@@ -4,10 +4,12 @@
 // scheduler's lock; leases of alloc tensors may be released from any thread.
 #include <cstring>
 
+#include <algorithm>
 #include "rankflow/error.h"
 #include "runtime/scheduler.h"
 #include "runtime/worker_impl.h"
 #include "transport/progress.h"
+#include "transport/team_layout.h"
 
 namespace rankflow::runtime {
 namespace {
@@ -135,6 +137,9 @@ void Scheduler::reclaim_released() {
 // After the run: every host tensor goes, and child memory freed during the run can be reused
 // (mutex_ held).
 void Scheduler::release_run_memory() {
+  for (const auto& domain : run_domains_)  // the chips free them at the end of the run
+    domain->released = true;
+  run_domains_.clear();
   host_arena_.reset();
   host_live_.clear();
   {
@@ -155,6 +160,7 @@ std::vector<ByteUse> Scheduler::uses_of(const std::vector<TensorArg>& args, cons
   std::vector<ByteUse> uses;
   for (size_t i = 0; i < args.size(); ++i) {
     const Tensor& t = args[i].tensor;
+    if (args[i].domain) continue;  // check_domain_args
     const std::string which = "task '" + name + "': argument " + std::to_string(i);
     if (t.home_ >= 0) {
       auto it = child_allocations_.find(t.buffer_);
@@ -250,6 +256,69 @@ std::shared_ptr<TaskState> Scheduler::copy(const Tensor& dst, const Tensor& src,
   }
   std::vector<std::vector<TensorArg>> args{{out_existing(dst), in(src)}};
   return submit(false, kCopyKernel, std::move(args), {child.home_}, {}, {});
+}
+
+}  // namespace rankflow::runtime
+
+namespace rankflow::runtime {
+
+std::shared_ptr<DomainState> Scheduler::allocate_domain(std::string name, std::vector<int> workers,
+                                                        size_t window_bytes,
+                                                        std::vector<BufferSpec> buffers) {
+  auto setup =
+      std::make_shared<DomainDesc>(describe_domain(name, workers, window_bytes, buffers, chips_));
+  auto domain = std::make_shared<DomainState>();
+  {
+    std::lock_guard lock(mutex_);
+    if (submitted_this_run_) {
+      throw InvalidState("allocate_domain('" + name +
+                         "'): domains come before the run's first submit (chips build them "
+                         "ahead of every task)");
+    }
+    for (const auto& live : run_domains_) {
+      if (!live->released && live->name == name) {
+        throw InvalidArgument("allocate_domain('" + name + "'): a domain of that name is live");
+      }
+    }
+    setup->id = next_domain_++;
+    domain->id = setup->id;
+    domain->run = run_number_;
+  }
+  domain->name = std::move(name);
+  domain->window_bytes = window_bytes;
+  domain->buffers = buffers;
+  transport::TeamLayout layout(domain_team_buffers(buffers, window_bytes),
+                               Team::kDefaultSignalSlots);
+  for (const BufferSpec& b : buffers)
+    domain->buffer_offsets.push_back(layout.find(b.name).offset);
+  domain->workers = workers;
+  std::vector<std::vector<TensorArg>> no_args(workers.size());
+  domain->creation_task =
+      submit(false, kCreateDomainKernel, std::move(no_args), std::move(workers), {}, {}, setup)->id;
+  std::lock_guard lock(mutex_);
+  run_domains_.push_back(domain);
+  return domain;
+}
+
+// Domain arguments (mutex_ held): a live domain of this run, on a chip task of a member. The
+// task waits for the domain's creation.
+void Scheduler::check_domain_args(const std::vector<TensorArg>& args, const std::string& name,
+                                  int worker, std::vector<uint64_t>& after) const {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& domain = args[i].domain;
+    if (!domain) continue;
+    const std::string which =
+        "task '" + name + "': argument " + std::to_string(i) + " (domain '" + domain->name + "')";
+    if (domain->released || domain->run != run_number_) {
+      throw InvalidState(which + " was released; a domain lives for the run that allocated it");
+    }
+    if (worker < 0) throw InvalidArgument(which + ": the host is not a member; use a chip task");
+    if (std::find(domain->workers.begin(), domain->workers.end(), worker) ==
+        domain->workers.end()) {
+      throw InvalidArgument(which + ": chip worker " + std::to_string(worker) + " is not a member");
+    }
+    after.push_back(domain->creation_task);
+  }
 }
 
 }  // namespace rankflow::runtime

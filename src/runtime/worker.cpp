@@ -160,7 +160,7 @@ void for_each_run(const ArgDesc& a, Fn fn) {
 // staged through local copies fetched before and written back after the kernel.
 class ChipArgs {
  public:
-  ChipArgs(Team& team, const TaskDesc& desc) : team_(team) {
+  ChipArgs(Team& team, const TaskDesc& desc, const ChipDomains& domains, int chip) : team_(team) {
     const size_t arena = team.offset("arena");
     staged_.resize(desc.nargs);
     for (uint32_t i = 0; i < desc.nargs; ++i) {
@@ -169,7 +169,12 @@ class ChipArgs {
       std::vector<size_t> strides(a.strides, a.strides + a.ndim);
       const auto access = static_cast<Access>(a.access);
       std::byte* data = nullptr;
-      if (a.child) {  // this chip's own child memory
+      if (a.space == kDomainSpace) {
+        args_.push_back(
+            {nullptr, 0, {}, access, {}, &domains.find(static_cast<uint32_t>(a.offset), chip)});
+        continue;
+      }
+      if (a.space == kChildSpace) {  // this chip's own child memory
         data = team.local_ptr(team.offset("child") + a.offset);
       } else {
         data = static_cast<std::byte*>(team.remote_ptr(0, arena + a.offset));
@@ -193,7 +198,7 @@ class ChipArgs {
       const auto access = static_cast<Access>(a.access);
       const bool written = access == Access::kOutput || access == Access::kInOut ||
                            access == Access::kOutputExisting;
-      if (!written || a.child || staged_[i].empty()) continue;
+      if (!written || a.space != kHostSpace || staged_[i].empty()) continue;
       for_each_run(a, [&](size_t offset, size_t bytes) {
         team_.put(0, arena + a.offset + offset, staged_[i].data() + offset, bytes);
       });
@@ -243,6 +248,22 @@ void WorkerImpl::wait_for_descriptor(uint64_t sequence) {
   }
 }
 
+// One task on this chip: its arguments mapped or staged, the kernel, the staged results back.
+void WorkerImpl::run_kernel(const TaskDesc& desc, bool copy) {
+  const int chip = rank_ - 1;
+  ChipArgs args(*team_, desc, domains_, chip);
+  TaskContext context(chip, desc.task_id, args.take(), static_cast<int>(desc.group_rank),
+                      static_cast<int>(desc.group_size),
+                      CallConfig{static_cast<int>(desc.threads), desc.scratch_bytes});
+  if (copy) {
+    std::memcpy(context.output<std::byte>(0).data(), context.input<std::byte>(1).data(),
+                desc.args[0].bytes);
+  } else {
+    kernels_[desc.kernel].fn(context);
+  }
+  args.write_back(desc);
+}
+
 void WorkerImpl::serve_run() {
   Team& t = *team_;
   const int chip = rank_ - 1;
@@ -257,7 +278,8 @@ void WorkerImpl::serve_run() {
     const std::byte* posted = t.local_ptr(t.offset("ring") + slot * kDescStride);
     std::memcpy(&desc, posted, offsetof(TaskDesc, args));  // the header, then the used arguments
     desc.nargs = std::min(desc.nargs, kMaxArgs);
-    std::memcpy(desc.args, posted + offsetof(TaskDesc, args), desc.nargs * sizeof(ArgDesc));
+    std::memcpy(static_cast<void*>(desc.args), posted + offsetof(TaskDesc, args),
+                std::min(used_bytes(desc), sizeof(TaskDesc)) - offsetof(TaskDesc, args));
     Completion& record = records[slot];
     record = Completion{};
     record.task_id = desc.task_id;
@@ -265,21 +287,21 @@ void WorkerImpl::serve_run() {
     record.start_ns = now_ns();
     if (desc.kind == DescKind::kTask) {
       const bool copy = desc.kernel == kCopyKernel;
+      const bool create_domain = desc.kernel == kCreateDomainKernel;
       static const std::string copy_name = "copy";
-      const std::string& name = copy ? copy_name : kernels_.at(desc.kernel).name;
+      static const std::string domain_name = "allocate_domain";
+      const std::string& name = copy            ? copy_name
+                                : create_domain ? domain_name
+                                                : kernels_.at(desc.kernel).name;
       try {
-        ChipArgs args(t, desc);
-        TaskContext context(chip, desc.task_id, args.take(), static_cast<int>(desc.group_rank),
-                            static_cast<int>(desc.group_size),
-                            CallConfig{static_cast<int>(desc.threads), desc.scratch_bytes});
         crash_report_task(desc.task_id, name.c_str());
-        if (copy) {
-          std::memcpy(context.output<std::byte>(0).data(), context.input<std::byte>(1).data(),
-                      desc.args[0].bytes);
+        if (create_domain) {
+          DomainDesc domain;
+          std::memcpy(&domain, static_cast<const void*>(desc.args), sizeof(DomainDesc));
+          domains_.create(context_, domain);
         } else {
-          kernels_[desc.kernel].fn(context);
+          run_kernel(desc, copy);
         }
-        args.write_back(desc);
       } catch (const std::exception& e) {
         record.ok = 0;
         fill_message(record, "rank " + std::to_string(rank_) + ", chip worker " +
@@ -298,6 +320,7 @@ void WorkerImpl::serve_run() {
     t.signal(0, kDoneSignalBase + static_cast<uint32_t>(chip));
     if (desc.kind == DescKind::kEndRun) {
       t.flush();
+      domains_.close_all();  // collective per domain, in the same order on every member
       return;
     }
   }
@@ -326,6 +349,15 @@ const TaskContext::Arg& TaskContext::arg(size_t i) const {
                           std::to_string(args_.size()));
   }
   return args_[i];
+}
+
+DomainContext& TaskContext::domain(size_t i) const {
+  const Arg& a = arg(i);
+  if (a.domain == nullptr) {
+    throw InvalidArgument("task argument " + std::to_string(i) +
+                          " is not a domain (pass one with rankflow::domain_arg)");
+  }
+  return *a.domain;
 }
 
 const TaskContext::Arg& TaskContext::contiguous_arg(size_t i) const {
@@ -365,6 +397,12 @@ void TaskHandle::wait(std::chrono::nanoseconds timeout) const {
 
 Tensor Orchestrator::host_tensor(std::vector<size_t> shape, DType dtype) {
   return scheduler_.host_tensor(std::move(shape), dtype);
+}
+
+Domain Orchestrator::allocate_domain(std::string name, std::vector<int> workers,
+                                     size_t window_bytes, std::vector<BufferSpec> buffers) {
+  return Domain(scheduler_.allocate_domain(std::move(name), std::move(workers), window_bytes,
+                                           std::move(buffers)));
 }
 
 Tensor Orchestrator::alloc(std::vector<size_t> shape, DType dtype) {

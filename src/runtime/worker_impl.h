@@ -10,6 +10,8 @@
 
 #include "rankflow/runtime.h"
 #include "rankflow/team.h"
+#include "runtime/domains.h"
+#include "runtime/protocol.h"
 #include "transport/context.h"
 
 namespace rankflow::runtime {
@@ -48,6 +50,7 @@ class WorkerImpl {
   void check_state(State expected, const char* operation) const;
   void check_registrations_match();
   void serve_run();  // chips: execute tasks until the host ends the run
+  void run_kernel(const TaskDesc& desc, bool copy);
   void wait_for_descriptor(uint64_t sequence);
 
   std::shared_ptr<transport::Context> context_;
@@ -60,6 +63,7 @@ class WorkerImpl {
   std::unique_ptr<Team> team_;
   std::unique_ptr<Scheduler> scheduler_;  // host only
   uint64_t chip_sequence_ = 0;            // chips: descriptors consumed so far
+  ChipDomains domains_;                   // chips: the domains of this run it belongs to
 };
 
 }  // namespace rankflow::runtime

@@ -98,7 +98,7 @@ void check_sum(TaskContext& t) {
   t.output<float>(6)[0] = ok ? 1.0f : 0.0f;
 }
 void boom(TaskContext&) {
-  std::this_thread::sleep_for(30ms);  // lets the body submit a consumer first
+  std::this_thread::sleep_for(150ms);  // lets the body submit a consumer first
   throw std::runtime_error("boom");
 }
 void count(TaskContext&) {

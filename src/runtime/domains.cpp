@@ -1,0 +1,193 @@
+// Communication domains (see domains.h): the host's validation and handles (main thread), and
+// the members' construction and teardown on each chip (its main thread).
+#include "runtime/domains.h"
+
+#include <cstring>
+#include <set>
+
+#include "rankflow/error.h"
+#include "transport/mpi_session.h"
+#include "transport/team_layout.h"
+#include "transport/team_state.h"
+
+namespace rankflow {
+
+namespace {
+constexpr const char* kRestOfWindow = "rankflow.rest";
+}  // namespace
+
+const runtime::DomainState& Domain::live(const char* operation) const {
+  if (!state_) throw InvalidState(std::string("Domain::") + operation + ": an empty handle");
+  if (state_->released) {
+    throw InvalidState(std::string("Domain::") + operation + ": domain '" + state_->name +
+                       "' was released (a domain lives for the run that allocated it)");
+  }
+  return *state_;
+}
+
+const std::string& Domain::name() const {
+  return live("name").name;
+}
+const std::vector<int>& Domain::workers() const {
+  return live("workers").workers;
+}
+int Domain::size() const {
+  return static_cast<int>(live("size").workers.size());
+}
+size_t Domain::window_bytes() const {
+  return live("window_bytes").window_bytes;
+}
+bool Domain::released() const {
+  return !state_ || state_->released;
+}
+void Domain::release() {
+  live("release");
+  state_->released = true;
+}
+
+int Domain::rank_of(int worker) const {
+  const auto& s = live("rank_of");
+  for (size_t r = 0; r < s.workers.size(); ++r) {
+    if (s.workers[r] == worker) return static_cast<int>(r);
+  }
+  throw InvalidArgument("domain '" + s.name + "': chip worker " + std::to_string(worker) +
+                        " is not a member");
+}
+
+size_t Domain::buffer_offset(std::string_view buffer) const {
+  const auto& s = live("buffer_offset");
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    if (s.buffers[i].name == buffer) return s.buffer_offsets[i];
+  }
+  throw InvalidArgument("domain '" + s.name + "' has no buffer '" + std::string(buffer) + "'");
+}
+
+TensorArg domain_arg(const Domain& domain) {
+  domain.live("domain_arg");
+  return {Tensor(), Access::kNoDep, domain.state_};
+}
+
+namespace runtime {
+
+std::vector<BufferSpec> domain_team_buffers(const std::vector<BufferSpec>& named,
+                                            size_t window_bytes) {
+  std::vector<BufferSpec> buffers = named;
+  size_t end = 0;
+  for (const BufferSpec& b : named)
+    end = (end + b.alignment - 1) / b.alignment * b.alignment + b.bytes;
+  if (end < window_bytes) buffers.push_back({kRestOfWindow, window_bytes - end, 1});
+  return buffers;
+}
+
+DomainDesc describe_domain(const std::string& name, const std::vector<int>& workers,
+                           size_t window_bytes, const std::vector<BufferSpec>& buffers, int chips) {
+  const std::string what = "allocate_domain('" + name + "')";
+  if (name.empty() || name.size() >= kMaxDomainName) {
+    throw InvalidArgument(what + ": a name of 1 to " + std::to_string(kMaxDomainName - 1) +
+                          " characters");
+  }
+  if (workers.empty() || workers.size() > kMaxDomainMembers) {
+    throw InvalidArgument(what + ": needs 1 to " + std::to_string(kMaxDomainMembers) +
+                          " workers, got " + std::to_string(workers.size()));
+  }
+  std::set<int> seen;
+  for (int w : workers) {
+    if (w < 0 || w >= chips) {
+      throw InvalidArgument(what + ": worker " + std::to_string(w) +
+                            " does not exist; chip workers are 0.." + std::to_string(chips - 1));
+    }
+    if (!seen.insert(w).second) {
+      throw InvalidArgument(what + ": worker " + std::to_string(w) + " appears twice");
+    }
+  }
+  if (window_bytes == 0) throw InvalidArgument(what + ": window_bytes must be positive");
+  if (buffers.size() > kMaxDomainBuffers) {
+    throw InvalidArgument(what + ": at most " + std::to_string(kMaxDomainBuffers) + " buffers");
+  }
+  std::set<std::string> names;
+  size_t end = 0;
+  for (const BufferSpec& b : buffers) {
+    if (b.name.empty() || b.name.size() >= kMaxDomainName || b.name == kRestOfWindow) {
+      throw InvalidArgument(what + ": buffer name '" + b.name + "' (1 to " +
+                            std::to_string(kMaxDomainName - 1) + " characters)");
+    }
+    if (!names.insert(b.name).second) {
+      throw InvalidArgument(what + ": buffer '" + b.name + "' appears twice");
+    }
+    if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0) {
+      throw InvalidArgument(what + ": buffer '" + b.name + "' needs a power-of-two alignment");
+    }
+    end = (end + b.alignment - 1) / b.alignment * b.alignment + b.bytes;
+  }
+  if (end > window_bytes) {
+    throw InvalidArgument(what + ": the buffers need " + std::to_string(end) +
+                          " bytes, more than the window's " + std::to_string(window_bytes));
+  }
+  DomainDesc desc{};
+  desc.members = static_cast<uint32_t>(workers.size());
+  for (size_t r = 0; r < workers.size(); ++r)
+    desc.workers[r] = workers[r];
+  desc.window_bytes = window_bytes;
+  desc.buffers = static_cast<uint32_t>(buffers.size());
+  std::memcpy(desc.name, name.c_str(), name.size() + 1);
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    std::memcpy(desc.buffer_names[i], buffers[i].name.c_str(), buffers[i].name.size() + 1);
+    desc.buffer_bytes[i] = buffers[i].bytes;
+    desc.buffer_alignment[i] = buffers[i].alignment;
+  }
+  return desc;
+}
+
+void ChipDomains::create(const std::shared_ptr<transport::Context>& context,
+                         const DomainDesc& desc) {
+  const std::string name(desc.name, strnlen(desc.name, kMaxDomainName));
+  MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  std::vector<int> ranks(desc.members);
+  for (uint32_t r = 0; r < desc.members; ++r)
+    ranks[r] = desc.workers[r] + 1;  // chip worker w is world rank w + 1
+  transport::check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  transport::check_mpi(
+      MPI_Group_incl(world, static_cast<int>(desc.members), ranks.data(), &members),
+      "MPI_Group_incl");
+  MPI_Comm comm = MPI_COMM_NULL;
+  // Collective over the members only; the tag keeps concurrent creations apart.
+  const int status =
+      MPI_Comm_create_group(MPI_COMM_WORLD, members, static_cast<int>(desc.id % 32768), &comm);
+  MPI_Group_free(&members);
+  MPI_Group_free(&world);
+  transport::check_mpi(status, "MPI_Comm_create_group (a domain's communicator)");
+  std::vector<BufferSpec> named;
+  for (uint32_t i = 0; i < desc.buffers; ++i) {
+    named.push_back(
+        {std::string(desc.buffer_names[i], strnlen(desc.buffer_names[i], kMaxDomainName)),
+         desc.buffer_bytes[i], desc.buffer_alignment[i]});
+  }
+  // The window is zeroed before its key reaches any member.
+  Team team = transport::create_team(context, comm, domain_team_buffers(named, desc.window_bytes),
+                                     "domain '" + name + "'");
+  Communicator communicator = Communicator::from_mpi(comm);
+  domains_[desc.id] =
+      std::make_unique<DomainContext>(name, comm, std::move(team), std::move(communicator));
+}
+
+DomainContext& ChipDomains::find(uint32_t id, int chip) const {
+  auto it = domains_.find(id);
+  if (it == domains_.end()) {
+    throw InvalidState("chip worker " + std::to_string(chip) + " is not a member of domain " +
+                       std::to_string(id) + " in this run");
+  }
+  return *it->second;
+}
+
+void ChipDomains::close_all() {
+  for (auto& [id, domain] : domains_) {
+    domain->communicator().close();
+    domain->team().close();
+    MPI_Comm comm = domain->mpi_comm();
+    MPI_Comm_free(&comm);
+  }
+  domains_.clear();
+}
+
+}  // namespace runtime
+}  // namespace rankflow

@@ -1,0 +1,52 @@
+// Communication domains, both sides. The host keeps a DomainState per allocate_domain (the
+// scheduler owns them, under its lock); each member chip builds the domain when the creation
+// descriptor reaches it (its main thread) and tears it down at the end of the run.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rankflow/domain.h"
+#include "runtime/protocol.h"
+#include "transport/context.h"
+
+namespace rankflow::runtime {
+
+struct DomainState {
+  uint32_t id = 0;
+  uint64_t run = 0;  // the run that allocated it
+  std::string name;
+  std::vector<int> workers;
+  size_t window_bytes = 0;
+  std::vector<BufferSpec> buffers;
+  std::vector<size_t> buffer_offsets;  // in every member's window
+  uint64_t creation_task = 0;          // the group task whose members build it
+  std::atomic<bool> released{false};
+};
+
+// The buffers a member's team holds: the named ones, then the rest of the window.
+std::vector<BufferSpec> domain_team_buffers(const std::vector<BufferSpec>& named,
+                                            size_t window_bytes);
+
+// Checks a domain request (before anything happens) and describes it for the members.
+DomainDesc describe_domain(const std::string& name, const std::vector<int>& workers,
+                           size_t window_bytes, const std::vector<BufferSpec>& buffers, int chips);
+
+// A chip's domains of the current run, by id.
+class ChipDomains {
+ public:
+  // Collective over the domain's members: communicator, zeroed window, collectives.
+  void create(const std::shared_ptr<transport::Context>& context, const DomainDesc& desc);
+  DomainContext& find(uint32_t id, int chip) const;
+  // Collective per domain, in id order on every member: after the run.
+  void close_all();
+
+ private:
+  std::map<uint32_t, std::unique_ptr<DomainContext>> domains_;
+};
+
+}  // namespace rankflow::runtime
