@@ -14,6 +14,7 @@
 
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
+#include "worker_test_main.h"
 
 namespace rankflow::test {
 namespace {
@@ -442,13 +443,7 @@ int main(int argc, char** argv) {
     g_h.collective = worker.register_kernel("collective", collective);
     g_h.reservation = worker.register_kernel("reservation", reservation);
     g_h.affine = worker.register_kernel("affine", affine);
-    worker.init();
-    if (!worker.is_host()) {
-      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-    }
-    failed = RUN_ALL_TESTS();
-    worker.close();
+    failed = run_all_tests_on(worker);
   }
   return failed;
 }

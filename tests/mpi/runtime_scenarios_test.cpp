@@ -18,6 +18,7 @@
 
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
+#include "worker_test_main.h"
 
 namespace rankflow::test {
 namespace {
@@ -499,13 +500,7 @@ int main(int argc, char** argv) {
     g_h.check_sum = worker.register_sub("check_sum", check_sum);
     g_h.boom = worker.register_sub("boom", boom);
     g_h.count = worker.register_sub("count", count);
-    worker.init();
-    if (!worker.is_host()) {
-      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-    }
-    failed = RUN_ALL_TESTS();
-    worker.close();
+    failed = run_all_tests_on(worker);
     try {  // scenario 1: init after close
       worker.init();
       std::fprintf(stderr, "S01: init after close did not throw\n");

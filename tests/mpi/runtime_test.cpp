@@ -16,6 +16,7 @@
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
 #include "runtime/dependencies.h"
+#include "worker_test_main.h"
 
 namespace rankflow::test {
 namespace {
@@ -445,13 +446,7 @@ int main(int argc, char** argv) {
     g_k.slow_mark = worker.register_kernel("slow_mark", slow_mark);
     g_k.double_it = worker.register_sub("double_it", double_it);
     g_k.observe = worker.register_sub("observe", observe);
-    worker.init();
-    if (!worker.is_host()) {
-      auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-      delete listeners.Release(listeners.default_result_printer());
-    }
-    failed = RUN_ALL_TESTS();
-    worker.close();
+    failed = run_all_tests_on(worker);
     EXPECT_THROW(worker.run([](rankflow::Orchestrator&) {}), rankflow::InvalidState);
     worker.close();  // twice is fine
   }
