@@ -28,7 +28,7 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
       const size_t count = std::min(block, mine.count - first);
       const size_t offset = (mine.begin + first) * es;
       std::byte* out = c.local(a.dst + offset);
-      const std::byte* own = c.local(a.src + offset);
+      const std::byte* own = a.src_ptr ? a.src_ptr + offset : c.local(a.src + offset);
       std::byte* acc = c.scratch(count * es);
       r.load(acc, own, count);
       for (int d = 1; d < n; ++d) {
@@ -41,7 +41,9 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
   std::byte* acc = c.scratch(mine.count * r.acc_size);
   std::byte* fallback = c.scratch2(mine.count * es);
   for (int p = 0; p < n; ++p) {
-    const std::byte* in = c.read(p, a.src + mine.begin * es, mine.count * es, fallback);
+    const std::byte* in = p == c.rank() && a.src_ptr
+                              ? a.src_ptr + mine.begin * es
+                              : c.read(p, a.src + mine.begin * es, mine.count * es, fallback);
     if (p == 0) {
       r.load(acc, in, mine.count);
     } else {
@@ -57,16 +59,28 @@ bool writes_dst_ptr(CollTask (*run)(CollContext&, AllreduceArgs)) {
   return run == &allreduce_onephase || run == &allreduce_twophase;
 }
 
+bool stages_src_ptr(CollTask (*run)(CollContext&, AllreduceArgs)) {
+  return run == &allreduce_twophase;
+}
+
 CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   const size_t es = r.elem_size;
   if (c.size() == 1 || a.count == 0) {
     std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
-    if (out != c.local(a.src)) std::memmove(out, c.local(a.src), a.count * es);
+    const std::byte* in = a.src_ptr ? a.src_ptr : c.local(a.src);
+    if (out != in) std::memmove(out, in, a.count * es);
     co_return;
   }
   const int me = c.rank();
   const int n = c.size();
+  if (a.src_ptr) {  // the caller's memory: stage only the parts peers read (they wait below)
+    for (int p = 0; p < n; ++p) {
+      const Segment part = partition(a.count, n, p);
+      if (p == me || part.count == 0) continue;
+      std::memcpy(c.local(a.src + part.begin * es), a.src_ptr + part.begin * es, part.count * es);
+    }
+  }
   c.notify_all(Purpose::kReady);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), Purpose::kReady);

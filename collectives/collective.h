@@ -16,14 +16,17 @@ struct AllreduceArgs {
   size_t count;
   const Reducer* reducer;
   // Local addresses of the caller's own buffers when they are not in the window: the pushed
-  // onephase path reads src_ptr; onephase and twophase write their result to dst_ptr directly
-  // (dst in the window is then scratch that peers may read).
+  // onephase path reads src_ptr; twophase reads its own part from src_ptr and copies only the
+  // parts peers read into the window at src; onephase and twophase write their result to
+  // dst_ptr directly (dst in the window is then scratch that peers may read).
   const std::byte* src_ptr = nullptr;
   std::byte* dst_ptr = nullptr;
 };
 
 // True when `run` writes the result to AllreduceArgs::dst_ptr itself.
 bool writes_dst_ptr(CollTask (*run)(CollContext&, AllreduceArgs));
+// True when `run` stages the input itself from AllreduceArgs::src_ptr (only what peers read).
+bool stages_src_ptr(CollTask (*run)(CollContext&, AllreduceArgs));
 
 // True when onephase pushes the message through the low-latency inbox (flag and data in one
 // message, one round, any local memory for src and dst).

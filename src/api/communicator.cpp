@@ -352,11 +352,16 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
       return;
     }
     // Onephase and twophase write the caller's recv themselves: no copy-out from staging.
+    // Twophase also stages the caller's send itself, only the parts that peers read.
     const bool direct_out = coll::writes_dst_ptr(chosen.run);
-    impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, true, !direct_out,
+    const bool direct_in = coll::stages_src_ptr(chosen.run);
+    const auto* src_ptr = static_cast<const std::byte*>(send);
+    impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, !direct_in, !direct_out,
                       [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                        return chosen.run(c, {src, dst, count, &reducer, nullptr,
-                                              direct_out ? staged_recv : nullptr});
+                        const bool staged = staged_recv != nullptr;  // else symmetric memory
+                        return chosen.run(
+                            c, {src, dst, count, &reducer, direct_in && staged ? src_ptr : nullptr,
+                                direct_out ? staged_recv : nullptr});
                       });
   });
 }
