@@ -54,6 +54,7 @@ class RangeAllocator {
   }
 
   void reset() {
+    if (used_ == 0 && free_.size() == (bytes_ > 0 ? 1u : 0u)) return;  // already all free
     free_.clear();
     if (bytes_ > 0) free_[0] = bytes_;
     used_ = 0;
