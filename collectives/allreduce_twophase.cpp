@@ -35,6 +35,7 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
         r.combine(acc, c.read(c.peer(d), a.src + offset, count * es, fallback), count);
       }
       std::memcpy(out, acc, count * es);
+      if (a.dst_ptr) std::memcpy(a.dst_ptr + offset, acc, count * es);  // the caller's recv too
     }
     return;
   }
@@ -51,6 +52,9 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
     }
   }
   r.store(c.local(a.dst + mine.begin * es), acc, mine.count);
+  if (a.dst_ptr) {
+    std::memcpy(a.dst_ptr + mine.begin * es, c.local(a.dst + mine.begin * es), mine.count * es);
+  }
 }
 
 }  // namespace
@@ -94,11 +98,9 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     co_await c.await(c.peer(-d), Purpose::kReady2);
 
   // Allgather: each part from its owner. Owners have finished reading our input (kReady2).
-  // With a.dst_ptr (the caller's own memory) the parts go straight there, our own part too.
+  // With a.dst_ptr (the caller's own memory) the parts go straight there (our own part went
+  // there block by block as it was reduced, while in cache).
   std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
-  if (a.dst_ptr && mine.count > 0) {
-    std::memcpy(out + mine.begin * es, c.local(a.dst + mine.begin * es), mine.count * es);
-  }
   for (int d = 1; d < n; ++d) {
     const int p = c.peer(d);
     const Segment part = partition(a.count, n, p);
