@@ -57,6 +57,41 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
   }
 }
 
+// Segments of a message on the caller's memory, which is staged: at least 512 KiB (half the
+// L2 of a core here) and at most 16 per call (each costs two rounds of signals), for messages
+// that fit the last-level cache. Larger ones come from DRAM whatever the order, and symmetric
+// memory is not staged; both go whole (segments measured slower there).
+size_t segment_bytes(const AllreduceArgs& a) {
+  constexpr size_t kLastLevelCache = size_t{16} << 20;
+  const size_t bytes = a.count * a.reducer->elem_size;
+  if (!a.src_ptr || bytes > kLastLevelCache) return bytes;
+  return std::max<size_t>(512 * 1024, (bytes + 15) / 16);
+}
+
+// The caller's memory: stages only the parts of `a` that peers read (they wait for kReady).
+void stage_for_peers(CollContext& c, const AllreduceArgs& a) {
+  const size_t es = a.reducer->elem_size;
+  for (int p = 0; p < c.size(); ++p) {
+    const Segment part = partition(a.count, c.size(), p);
+    if (p == c.rank() || part.count == 0) continue;
+    std::memcpy(c.local(a.src + part.begin * es), a.src_ptr + part.begin * es, part.count * es);
+  }
+}
+
+// Allgather: each part from its owner, into the caller's memory when a.dst_ptr (our own part
+// went there block by block as it was reduced, while in cache).
+void gather_parts(CollContext& c, const AllreduceArgs& a) {
+  const size_t es = a.reducer->elem_size;
+  std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
+  for (int d = 1; d < c.size(); ++d) {
+    const int p = c.peer(d);
+    const Segment part = partition(a.count, c.size(), p);
+    if (part.count == 0) continue;
+    c.fetch(p, a.dst + part.begin * es, out + part.begin * es, part.count * es);
+  }
+  c.complete_fetches();
+}
+
 }  // namespace
 
 bool writes_dst_ptr(CollTask (*run)(CollContext&, AllreduceArgs)) {
@@ -76,38 +111,31 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     if (out != in) std::memmove(out, in, a.count * es);
     co_return;
   }
-  const int me = c.rank();
+  // Large messages go in segments, each through both phases, so that what a segment stages,
+  // reduces and gathers is still in cache when the next step touches it. Segments use disjoint
+  // parts of the window, so only the last needs the final kDone.
   const int n = c.size();
-  if (a.src_ptr) {  // the caller's memory: stage only the parts peers read (they wait below)
-    for (int p = 0; p < n; ++p) {
-      const Segment part = partition(a.count, n, p);
-      if (p == me || part.count == 0) continue;
-      std::memcpy(c.local(a.src + part.begin * es), a.src_ptr + part.begin * es, part.count * es);
-    }
+  const size_t segment = std::max<size_t>(1, segment_bytes(a) / es);
+  for (size_t first = 0; first < a.count; first += segment) {
+    AllreduceArgs s = a;
+    s.count = std::min(segment, a.count - first);
+    s.src += first * es;
+    s.dst += first * es;
+    if (s.src_ptr) s.src_ptr += first * es;
+    if (s.dst_ptr) s.dst_ptr += first * es;
+    if (s.src_ptr) stage_for_peers(c, s);
+    c.notify_all(Purpose::kReady);
+    for (int d = 1; d < n; ++d)
+      co_await c.await(c.peer(-d), Purpose::kReady);
+    // Reduce-scatter: only this member reads its own part of every input, so writing the
+    // result into dst's part is safe even in place.
+    const Segment mine = partition(s.count, n, c.rank());
+    if (mine.count > 0) reduce_part(c, s, mine);
+    c.notify_all(Purpose::kReady2);
+    for (int d = 1; d < n; ++d)
+      co_await c.await(c.peer(-d), Purpose::kReady2);
+    gather_parts(c, s);  // owners have finished reading our input (kReady2)
   }
-  c.notify_all(Purpose::kReady);
-  for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kReady);
-
-  // Reduce-scatter: only this member reads its own part of every input, so writing the result
-  // into dst's part is safe even in place.
-  const Segment mine = partition(a.count, n, me);
-  if (mine.count > 0) reduce_part(c, a, mine);
-  c.notify_all(Purpose::kReady2);
-  for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kReady2);
-
-  // Allgather: each part from its owner. Owners have finished reading our input (kReady2).
-  // With a.dst_ptr (the caller's own memory) the parts go straight there (our own part went
-  // there block by block as it was reduced, while in cache).
-  std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
-  for (int d = 1; d < n; ++d) {
-    const int p = c.peer(d);
-    const Segment part = partition(a.count, n, p);
-    if (part.count == 0) continue;
-    c.fetch(p, a.dst + part.begin * es, out + part.begin * es, part.count * es);
-  }
-  c.complete_fetches();
   c.notify_all(Purpose::kDone);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), Purpose::kDone);
