@@ -51,6 +51,16 @@ CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root)
 // src and dst: size() blocks of `block_bytes`; block p of src goes to member p's block `rank`.
 CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes);
 
+// Small blocks through the low-latency inbox, one round, any local memory (see the files):
+// true when blocks of `block_bytes` fit a slot.
+bool pushes_blocks(const CollContext& c, size_t block_bytes);
+CollTask allgather_pushed(CollContext& c, const std::byte* send, std::byte* recv,
+                          size_t block_bytes);
+CollTask all_to_all_pushed(CollContext& c, const std::byte* send, std::byte* recv,
+                           size_t block_bytes);
+CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t count,
+                               const Reducer& reducer);
+
 // Every member signals every other and waits for all of them (the non-blocking barrier).
 CollTask barrier_mesh(CollContext& c);
 

@@ -372,6 +372,13 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
   const size_t es = dtype_size(dtype);
   return impl.launch(blocking, [&](RequestState& state) {
+    if (coll::pushes_blocks(impl.staging(), block)) {  // small: one round, nothing staged
+      impl.prepare_local(state, "allgather", [&](coll::CollContext& c) {
+        return coll::allgather_pushed(c, static_cast<const std::byte*>(send),
+                                      static_cast<std::byte*>(recv), block);
+      });
+      return;
+    }
     impl.prepare_pair(state, "allgather", send, block, recv, total, true, true,
                       [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
                         return coll::allgather_mesh(c, src, dst, count, es);
@@ -385,6 +392,13 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
   const size_t total =
       checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
   return impl.launch(blocking, [&](RequestState& state) {
+    if (coll::pushes_blocks(impl.staging(), count * dtype_size(dtype))) {  // small: one round
+      impl.prepare_local(state, "reduce_scatter", [&](coll::CollContext& c) {
+        return coll::reduce_scatter_pushed(c, static_cast<const std::byte*>(send),
+                                           static_cast<std::byte*>(recv), count, reducer);
+      });
+      return;
+    }
     impl.prepare_pair(state, "reduce_scatter", send, total, recv, count * dtype_size(dtype), true,
                       true, [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
                         return coll::reduce_scatter_mesh(c, src, dst, count, reducer);
@@ -411,6 +425,13 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
   const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
   return impl.launch(blocking, [&](RequestState& state) {
+    if (coll::pushes_blocks(impl.staging(), block)) {  // small: one round, nothing staged
+      impl.prepare_local(state, "all_to_all", [&](coll::CollContext& c) {
+        return coll::all_to_all_pushed(c, static_cast<const std::byte*>(send),
+                                       static_cast<std::byte*>(recv), block);
+      });
+      return;
+    }
     impl.prepare_pair(state, "all_to_all", send, total, recv, total, true, true,
                       [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
                         return coll::all_to_all_mesh(c, src, dst, block);

@@ -1,0 +1,39 @@
+// reduce_scatter, pushed (small blocks, up to CollContext::kInboxBytes): each member stores
+// block p of its input and a sequence flag into its slot of member p's inbox, then reduces its
+// own block with every peer's, in rank order, once their flags arrive. One round; slots reused
+// as in the pushed allgather. In place (recv == send) is safe: every block is pushed before the
+// result is written.
+#include <cstring>
+
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+
+CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t count,
+                               const Reducer& r) {
+  const size_t block_bytes = count * r.elem_size;
+  const uint64_t sequence = c.next_inbox_sequence();
+  for (int d = 1; d < c.size(); ++d) {
+    const int p = c.peer(d);
+    c.push(p, sequence, send + static_cast<size_t>(p) * block_bytes, block_bytes);
+  }
+  for (int d = 1; d < c.size(); ++d) {
+    const int p = c.peer(-d);
+    co_await c.await_word(c.inbox_slot(sequence, p), sequence, p);
+  }
+  auto input = [&](int p) {
+    return p == c.rank() ? send + static_cast<size_t>(p) * block_bytes
+                         : c.local(c.inbox_slot(sequence, p) + 8);
+  };
+  if (c.size() == 2) {  // one pass, straight into recv (element-wise, so in place too)
+    r.reduce2(recv, input(0), input(1), count);
+    co_return;
+  }
+  std::byte* acc = c.scratch(count * r.acc_size);
+  r.load(acc, input(0), count);
+  for (int p = 1; p < c.size(); ++p)
+    r.accumulate(acc, input(p), count);
+  r.store(recv, acc, count);
+}
+
+}  // namespace rankflow::coll
