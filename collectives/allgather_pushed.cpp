@@ -24,7 +24,7 @@ CollTask allgather_pushed(CollContext& c, const std::byte* send, std::byte* recv
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
     const size_t slot = c.inbox_slot(sequence, p);
-    co_await c.await_word(slot, sequence, p);
+    co_await c.await_push(p, sequence);
     std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.local(slot + 8), block_bytes);
   }
 }

@@ -29,7 +29,7 @@ CollTask pushed(CollContext& c, AllreduceArgs a) {
     c.push(c.peer(d), sequence, src, bytes);
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    co_await c.await_word(c.inbox_slot(sequence, p), sequence, p);
+    co_await c.await_push(p, sequence);
   }
   auto input = [&](int p) { return p == c.rank() ? src : c.local(c.inbox_slot(sequence, p) + 8); };
   if (c.size() == 2) {  // one pass, straight into dst (in place too: element-wise)

@@ -19,6 +19,9 @@ CollContext::CollContext(Team team)
                           " signal slots, has " + std::to_string(team_.signal_slots()));
   }
   consumed_.assign(signal_slots_for(size_), 0);
+  unacked_.resize(size_);
+  acks_seen_.assign(size_, 0);
+  finished_.assign(size_, 0);
   try {
     if (team_.bytes("inbox") >= inbox_buffer_bytes(size_)) inbox_ = team_.offset("inbox");
   } catch (const InvalidArgument&) {
@@ -32,6 +35,28 @@ SignalAwait CollContext::await_word(size_t offset, uint64_t target, int peer) {
 
 void CollContext::push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
   const size_t slot = inbox_slot(sequence, rank_);
+  auto& unacked = unacked_[peer];
+  const uint32_t ack = this->slot(Purpose::kBroadcastAck, peer);
+  while (!unacked.empty() && unacked.front() <= finished_[peer]) {  // its ack is due anyway
+    ++acks_seen_[peer];
+    unacked.pop_front();
+  }
+  while (sequence > 2 && finished_[peer] < sequence - 2) {
+    if (unacked.empty()) {
+      throw InvalidState(std::string(operation_) + ": rank " + std::to_string(rank_) +
+                         " cannot tell whether peer " + std::to_string(peer) +
+                         " has read inbox sequence " + std::to_string(sequence - 2));
+    }
+    const uint64_t target = ++acks_seen_[peer];
+    team_.wait_until([&] { return team_.signal_value(ack) >= target; },
+                     [&] {
+                       return std::string(operation_) + ": rank " + std::to_string(rank_) +
+                              " waited for peer " + std::to_string(peer) + " to read broadcast " +
+                              std::to_string(unacked.front()) + " before reusing its inbox slot";
+                     });
+    finished_[peer] = std::max(finished_[peer], unacked.front());
+    unacked.pop_front();
+  }
   if (auto* mapped = static_cast<std::byte*>(team_.remote_ptr(peer, slot))) {
     std::memcpy(mapped + 8, payload, bytes);
     std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))

@@ -8,9 +8,11 @@
 // Threads: the thread that calls the collective.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <vector>
 
@@ -27,6 +29,7 @@ enum class Purpose : uint32_t {
   kFwdCredit,  // ring, forward lane: chunk consumed
   kBwd,        // ring, backward lane
   kBwdCredit,
+  kBroadcastAck,  // pushed broadcast: I have read your slot
   kCount
 };
 
@@ -67,7 +70,21 @@ class CollContext {
   // Writes `bytes` of payload and then flag = `sequence` into `peer`'s slot for this member:
   // direct stores where mapped, else UCX put, fence, put from a private outbox slot (of the
   // same parity, so it is free again once the peer has consumed it; no flush is needed).
+  //
+  // A slot is rewritten two sequences later, so push() first needs evidence that the peer has
+  // finished the collective two sequences back: its own push for a later sequence (recorded by
+  // await_push), or its acknowledgement of a broadcast this member rooted (a pushed broadcast's
+  // root does not wait for its peers). push() waits for acknowledgements when it must.
   void push(int peer, uint64_t sequence, const void* payload, size_t bytes);
+  // The flag of `peer`'s push for `sequence` in this member's inbox: once it is there the peer
+  // has finished every earlier collective. (Recorded when the wait is made: the coroutine
+  // completes before this member pushes again.)
+  SignalAwait await_push(int peer, uint64_t sequence) {
+    finished_[peer] = std::max(finished_[peer], sequence - 1);
+    return await_word(inbox_slot(sequence, peer), sequence, peer);
+  }
+  // Root: `sequence` went to `peer` as a broadcast, acknowledged later with kBroadcastAck.
+  void pushed_broadcast(int peer, uint64_t sequence) { unacked_[peer].push_back(sequence); }
   uint64_t signal_value(uint32_t slot) const { return team_.signal_value(slot); }
 
   // Drives `task` to completion: progresses the transport while it waits and ends in a Timeout
@@ -105,7 +122,10 @@ class CollContext {
   const char* operation_ = "collective";
   size_t inbox_ = SIZE_MAX;
   uint64_t inbox_sequence_ = 0;
-  std::vector<std::byte> outbox_;  // sources of pushes over UCX, by parity and peer
+  std::vector<std::byte> outbox_;              // sources of pushes over UCX, by parity and peer
+  std::vector<std::deque<uint64_t>> unacked_;  // per peer: broadcast sequences not yet acked
+  std::vector<uint64_t> acks_seen_;            // per peer: kBroadcastAck signals accounted for
+  std::vector<uint64_t> finished_;             // per peer: sequence it is known to have finished
 };
 
 // Element range [begin, begin + count) of part `index` when `count` elements are split into

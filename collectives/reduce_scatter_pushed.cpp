@@ -19,7 +19,7 @@ CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte*
   }
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    co_await c.await_word(c.inbox_slot(sequence, p), sequence, p);
+    co_await c.await_push(p, sequence);
   }
   auto input = [&](int p) {
     return p == c.rank() ? send + static_cast<size_t>(p) * block_bytes

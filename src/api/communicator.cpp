@@ -411,8 +411,14 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   impl.check_root(root, "broadcast");
   const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
-  // One buffer: staged through "in" only (copied in at the root, out everywhere else).
   return impl.launch(blocking, [&](RequestState& state) {
+    if (coll::broadcast_pushes(impl.staging(), bytes)) {  // small: the root pushes, returns
+      impl.prepare_local(state, "broadcast", [&](coll::CollContext& c) {
+        return coll::broadcast_pushed(c, static_cast<std::byte*>(buffer), bytes, root);
+      });
+      return;
+    }
+    // One buffer: staged through "in" only (copied in at the root, out everywhere else).
     impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, is_root, !is_root,
                       [&](coll::CollContext& c, size_t at, size_t, std::byte*) {
                         return coll::broadcast_direct(c, at, bytes, root);

@@ -167,6 +167,15 @@ TEST_P(Collectives, PushedSmallCollectivesInterleave) {
       a[k] = static_cast<int32_t>(k) + me;
     comm_.reduce_scatter(a, b, count, DType::kI32, ReduceOp::kSum);
     ASSERT_EQ(b[0], p * static_cast<int32_t>(count) * me + p * (p - 1) / 2) << i;
+    // Broadcasts from one root, then another, back to back: the root does not wait for its
+    // peers, so it runs ahead until a slot it reuses has been read.
+    for (int root = 0; root < p; ++root) {
+      for (int k = 0; k < 3; ++k) {
+        a[0] = me == root ? 7 * i + 100 * root + k : -1;
+        comm_.broadcast(a, count, DType::kI32, root);
+        ASSERT_EQ(a[0], 7 * i + 100 * root + k) << i;
+      }
+    }
   }
 }
 

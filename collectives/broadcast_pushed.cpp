@@ -1,0 +1,39 @@
+// broadcast, pushed (up to CollContext::kInboxBytes): the root stores the message and a sequence
+// flag into its slot of every peer's inbox and returns at once; each peer waits for the flag,
+// copies the message out and acknowledges. The root never waits here: a later push into the same
+// slot (two sequences on) first waits for that acknowledgement (CollContext::push), so
+// back-to-back broadcasts pipeline as an eager protocol does. Any memory.
+//
+// Two members only. Every other pushed collective has each member wait for every peer's push,
+// which is what lets a member reuse a slot two sequences later (the peer has moved on). A
+// broadcast breaks that for pairs of non-roots on three or more members (neither waits for
+// the other), and acknowledging every slot would cost the symmetric collectives a signal per
+// peer; with two members the root's acknowledgement covers it. More members use
+// broadcast_direct.
+#include <cstring>
+
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+
+bool broadcast_pushes(const CollContext& c, size_t bytes) {
+  return c.size() == 2 && pushes_blocks(c, bytes);
+}
+
+CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int root) {
+  const uint64_t sequence = c.next_inbox_sequence();
+  if (c.rank() == root) {
+    for (int d = 1; d < c.size(); ++d) {
+      const int p = c.peer(d);
+      c.push(p, sequence, buffer, bytes);
+      c.pushed_broadcast(p, sequence);
+    }
+    co_return;
+  }
+  const size_t slot = c.inbox_slot(sequence, root);
+  co_await c.await_push(root, sequence);
+  std::memcpy(buffer, c.local(slot + 8), bytes);
+  c.notify(root, Purpose::kBroadcastAck);
+}
+
+}  // namespace rankflow::coll
