@@ -19,9 +19,9 @@ CollTask all_to_all_pushed(CollContext& c, const std::byte* send, std::byte* rec
   if (send != recv) std::memmove(recv + me * block_bytes, send + me * block_bytes, block_bytes);
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    const size_t slot = c.inbox_slot(sequence, p);
     co_await c.await_push(p, sequence);
-    std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.local(slot + 8), block_bytes);
+    std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.inbox_payload(sequence, p),
+                block_bytes);
   }
 }
 

@@ -31,7 +31,7 @@ CollTask pushed(CollContext& c, AllreduceArgs a) {
     const int p = c.peer(-d);
     co_await c.await_push(p, sequence);
   }
-  auto input = [&](int p) { return p == c.rank() ? src : c.local(c.inbox_slot(sequence, p) + 8); };
+  auto input = [&](int p) { return p == c.rank() ? src : c.inbox_payload(sequence, p); };
   if (c.size() == 2) {  // one pass, straight into dst (in place too: element-wise)
     r.reduce2(dst, input(0), input(1), a.count);
     co_return;

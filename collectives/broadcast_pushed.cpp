@@ -30,9 +30,8 @@ CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int r
     }
     co_return;
   }
-  const size_t slot = c.inbox_slot(sequence, root);
   co_await c.await_push(root, sequence);
-  std::memcpy(buffer, c.local(slot + 8), bytes);
+  std::memcpy(buffer, c.inbox_payload(sequence, root), bytes);
   c.notify(root, Purpose::kBroadcastAck);
 }
 

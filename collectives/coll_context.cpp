@@ -27,6 +27,11 @@ CollContext::CollContext(Team team)
   } catch (const InvalidArgument&) {
     // a team without an inbox: algorithms use their read-based paths
   }
+  if (has_inbox()) {  // the addresses pushes use, resolved once
+    inbox_local_ = team_.local_ptr(inbox_);
+    for (int p = 0; p < size_; ++p)
+      mapped_inbox_.push_back(static_cast<std::byte*>(team_.remote_ptr(p, inbox_)));
+  }
 }
 
 SignalAwait CollContext::await_word(size_t offset, uint64_t target, int peer) {
@@ -57,7 +62,8 @@ void CollContext::push(int peer, uint64_t sequence, const void* payload, size_t 
     finished_[peer] = std::max(finished_[peer], unacked.front());
     unacked.pop_front();
   }
-  if (auto* mapped = static_cast<std::byte*>(team_.remote_ptr(peer, slot))) {
+  if (std::byte* inbox = mapped_inbox_[peer]) {
+    std::byte* mapped = inbox + (slot - inbox_);
     std::memcpy(mapped + 8, payload, bytes);
     std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
         .store(sequence, std::memory_order_release);

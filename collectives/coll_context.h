@@ -81,7 +81,12 @@ class CollContext {
   // completes before this member pushes again.)
   SignalAwait await_push(int peer, uint64_t sequence) {
     finished_[peer] = std::max(finished_[peer], sequence - 1);
-    return await_word(inbox_slot(sequence, peer), sequence, peer);
+    const std::byte* flag = inbox_local_ + (inbox_slot(sequence, peer) - inbox_);
+    return SignalAwait{this, reinterpret_cast<const uint64_t*>(flag), sequence, peer};
+  }
+  // The payload `peer` pushed for `sequence` (valid once await_push is satisfied).
+  const std::byte* inbox_payload(uint64_t sequence, int peer) const {
+    return inbox_local_ + (inbox_slot(sequence, peer) - inbox_) + 8;
   }
   // Root: `sequence` went to `peer` as a broadcast, acknowledged later with kBroadcastAck.
   void pushed_broadcast(int peer, uint64_t sequence) { unacked_[peer].push_back(sequence); }
@@ -121,6 +126,8 @@ class CollContext {
   std::vector<std::byte> scratch_, scratch2_;
   const char* operation_ = "collective";
   size_t inbox_ = SIZE_MAX;
+  std::byte* inbox_local_ = nullptr;      // this member's inbox buffer
+  std::vector<std::byte*> mapped_inbox_;  // each peer's inbox buffer where mapped, else null
   uint64_t inbox_sequence_ = 0;
   std::vector<std::byte> outbox_;              // sources of pushes over UCX, by parity and peer
   std::vector<std::deque<uint64_t>> unacked_;  // per peer: broadcast sequences not yet acked

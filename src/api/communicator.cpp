@@ -208,6 +208,7 @@ class CommunicatorImpl {
   }
 
   void finish_outstanding() {
+    if (outstanding_.expired()) return;  // the usual case, checked without an atomic update
     if (auto previous = outstanding_.lock(); previous && !previous->finished) complete(*previous);
     outstanding_.reset();
   }
