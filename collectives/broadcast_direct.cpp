@@ -1,10 +1,11 @@
 // broadcast, direct: the root says "ready", every other member copies the root's buffer
-// straight from its window and says "done"; the root returns once all are done.
+// straight from its window (into `out`, the caller's own memory, when given) and says "done";
+// the root returns once all are done.
 #include "collectives/collective.h"
 
 namespace rankflow::coll {
 
-CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root) {
+CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out) {
   if (c.size() == 1 || bytes == 0) co_return;
   if (c.rank() == root) {
     c.notify_all(Purpose::kReady);
@@ -13,7 +14,7 @@ CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root)
     co_return;
   }
   co_await c.await(root, Purpose::kReady);
-  c.fetch(root, buffer, c.local(buffer), bytes);
+  c.fetch(root, buffer, out != nullptr ? out : c.local(buffer), bytes);
   c.complete_fetches();
   c.notify(root, Purpose::kDone);
 }

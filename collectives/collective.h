@@ -42,14 +42,18 @@ CollTask allreduce_ibing(CollContext& c, AllreduceArgs a);
 
 // src: `count` elements of this rank; dst: size() * count elements, rank r's block at r * count.
 // In place when src == dst + rank * count * elem_size.
-CollTask allgather_mesh(CollContext& c, size_t src, size_t dst, size_t count, size_t elem_size);
+// With `out` (the caller's memory; null for symmetric memory) the result goes straight there.
+CollTask allgather_mesh(CollContext& c, size_t src, size_t dst, size_t count, size_t elem_size,
+                        std::byte* out = nullptr);
 // src: size() * count elements; dst: this rank's reduced block of `count` elements.
 CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t count,
                              const Reducer& reducer);
 // buffer: `bytes` at the same offset everywhere; root's contents end up on every member.
-CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root);
+CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
+                          std::byte* out = nullptr);
 // src and dst: size() blocks of `block_bytes`; block p of src goes to member p's block `rank`.
-CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes);
+CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes,
+                         std::byte* out_ptr = nullptr);
 
 // Small blocks through the low-latency inbox, one round, any local memory (see the files):
 // true when blocks of `block_bytes` fit a slot.

@@ -380,9 +380,10 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
       });
       return;
     }
-    impl.prepare_pair(state, "allgather", send, block, recv, total, true, true,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
-                        return coll::allgather_mesh(c, src, dst, count, es);
+    // Staged: the result goes straight into recv (no copy out).
+    impl.prepare_pair(state, "allgather", send, block, recv, total, true, false,
+                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
+                        return coll::allgather_mesh(c, src, dst, count, es, staged_recv);
                       });
   });
 }
@@ -419,10 +420,10 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
       });
       return;
     }
-    // One buffer: staged through "in" only (copied in at the root, out everywhere else).
-    impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, is_root, !is_root,
-                      [&](coll::CollContext& c, size_t at, size_t, std::byte*) {
-                        return coll::broadcast_direct(c, at, bytes, root);
+    // One buffer: the root stages it in "in"; the others fetch it straight into theirs.
+    impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, is_root, false,
+                      [&](coll::CollContext& c, size_t at, size_t, std::byte* staged_recv) {
+                        return coll::broadcast_direct(c, at, bytes, root, staged_recv);
                       });
   });
 }
@@ -439,9 +440,9 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
       });
       return;
     }
-    impl.prepare_pair(state, "all_to_all", send, total, recv, total, true, true,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
-                        return coll::all_to_all_mesh(c, src, dst, block);
+    impl.prepare_pair(state, "all_to_all", send, total, recv, total, true, false,
+                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
+                        return coll::all_to_all_mesh(c, src, dst, block, staged_recv);
                       });
   });
 }
