@@ -1,7 +1,11 @@
 // allreduce, two phases: reduce-scatter (member r reduces part r of every input, in rank order)
-// then allgather (every member copies each reduced part from its owner). Three rounds of
-// signals; each member reads 2(P-1)/P of the message instead of (P-1), so it wins for large
-// messages on more than two ranks. Parts need not be equal: any count works.
+// then allgather. Each member reads 2(P-1)/P of the message instead of (P-1), so it wins for
+// large messages on more than two ranks. Parts need not be equal: any count works.
+//
+// Symmetric buffers: each owner stores its reduced part straight into every peer's dst, block
+// by block while the block is in cache, so the allgather costs no round of its own: two rounds
+// of signals (inputs ready; parts delivered). Plain buffers are staged, and each member gathers
+// the parts from their owners' windows straight into the caller's recv: three rounds.
 #include <algorithm>
 #include <cstring>
 
@@ -16,8 +20,15 @@ constexpr size_t kBlockBytes = 64 * 1024;
 // the element type, in cache-sized blocks: a fused pass over this member's input and the next
 // one's, then the others folded in (each block stays in cache). In place is safe: only this
 // member reads its own part, and the first pass aliases dst with its own input element-wise.
-// f16/bf16 accumulate all inputs in f32 and round once.
-void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
+// f16/bf16 accumulate all inputs in f32 and round once. With `deliver`, each reduced block is
+// also stored into every peer's dst (the peer's kReady says its dst is free; only this member
+// writes that part there, after reading the same block of the peer's input).
+void deliver_block(CollContext& c, size_t dst, const std::byte* block, size_t bytes) {
+  for (int d = 1; d < c.size(); ++d)
+    c.team().put(c.peer(d), dst, block, bytes);
+}
+
+void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deliver) {
   const Reducer& r = *a.reducer;
   const size_t es = r.elem_size;
   const int n = c.size();
@@ -29,13 +40,12 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
       const size_t offset = (mine.begin + first) * es;
       std::byte* out = c.local(a.dst + offset);
       const std::byte* own = a.src_ptr ? a.src_ptr + offset : c.local(a.src + offset);
-      std::byte* acc = c.scratch(count * es);
-      r.load(acc, own, count);
-      for (int d = 1; d < n; ++d) {
-        r.combine(acc, c.read(c.peer(d), a.src + offset, count * es, fallback), count);
+      r.reduce2(out, own, c.read(c.peer(1), a.src + offset, count * es, fallback), count);
+      for (int d = 2; d < n; ++d) {
+        r.combine(out, c.read(c.peer(d), a.src + offset, count * es, fallback), count);
       }
-      std::memcpy(out, acc, count * es);
-      if (a.dst_ptr) std::memcpy(a.dst_ptr + offset, acc, count * es);  // the caller's recv too
+      if (a.dst_ptr) std::memcpy(a.dst_ptr + offset, out, count * es);  // the caller's recv too
+      if (deliver) deliver_block(c, a.dst + offset, out, count * es);
     }
     return;
   }
@@ -52,6 +62,8 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine) {
     }
   }
   r.store(c.local(a.dst + mine.begin * es), acc, mine.count);
+  if (deliver)
+    deliver_block(c, a.dst + mine.begin * es, c.local(a.dst + mine.begin * es), mine.count * es);
   if (a.dst_ptr) {
     std::memcpy(a.dst_ptr + mine.begin * es, c.local(a.dst + mine.begin * es), mine.count * es);
   }
@@ -115,6 +127,18 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   // reduces and gathers is still in cache when the next step touches it. Segments use disjoint
   // parts of the window, so only the last needs the final kDone.
   const int n = c.size();
+  if (!a.src_ptr && !a.dst_ptr) {  // symmetric: the owners deliver the parts
+    c.notify_all(Purpose::kReady);
+    for (int d = 1; d < n; ++d)
+      co_await c.await(c.peer(-d), Purpose::kReady);
+    const Segment mine = partition(a.count, n, c.rank());
+    if (mine.count > 0) reduce_part(c, a, mine, true);
+    c.complete_fetches();            // puts where peers are not mapped
+    c.notify_all(Purpose::kReady2);  // your part is in your dst; I have read your input
+    for (int d = 1; d < n; ++d)
+      co_await c.await(c.peer(-d), Purpose::kReady2);
+    co_return;
+  }
   const size_t segment = std::max<size_t>(1, segment_bytes(a) / es);
   for (size_t first = 0; first < a.count; first += segment) {
     AllreduceArgs s = a;
@@ -130,7 +154,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     // Reduce-scatter: only this member reads its own part of every input, so writing the
     // result into dst's part is safe even in place.
     const Segment mine = partition(s.count, n, c.rank());
-    if (mine.count > 0) reduce_part(c, s, mine);
+    if (mine.count > 0) reduce_part(c, s, mine, false);
     c.notify_all(Purpose::kReady2);
     for (int d = 1; d < n; ++d)
       co_await c.await(c.peer(-d), Purpose::kReady2);
