@@ -259,6 +259,9 @@ class Driver {
     // kFreshFrom up, every call gets freshly written input (see touch), as in an application.
     const size_t input = input_bytes(coll, row.count);
     auto fresh = [this, input] { touch(send_, input); };
+    // In-place allgather's input is this rank's block of recv.
+    std::byte* ip_input = coll == "allgather" ? recv_ + row.count * 4 * comm_.rank() : send_;
+    auto fresh_ip = [this, input, ip_input] { touch(ip_input, input); };
     auto fresh_mpi = [this, input] { touch(mpi_send_.data(), input); };
     const bool per_call = bytes >= kFreshFrom && coll != "barrier";
     std::vector<double> oop_b, ip_b, mpi_b;
@@ -267,7 +270,7 @@ class Driver {
         const int calls = std::max(2, iters / 2);
         oop_b.push_back(time_calls(oop, fresh, sync, calls));
         mpi_b.push_back(time_calls(mpi, fresh_mpi, mpi_sync, calls));
-        ip_b.push_back(time_calls(ip, fresh, sync, calls));
+        ip_b.push_back(time_calls(ip, fresh_ip, sync, calls));
         continue;
       }
       std::vector<double> s;
