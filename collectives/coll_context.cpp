@@ -22,6 +22,8 @@ CollContext::CollContext(Team team)
   unacked_.resize(size_);
   acks_seen_.assign(size_, 0);
   finished_.assign(size_, 0);
+  stream_sent_.assign(size_, 0);
+  stream_received_.assign(size_, 0);
   try {
     if (team_.bytes("inbox") >= inbox_buffer_bytes(size_)) inbox_ = team_.offset("inbox");
   } catch (const InvalidArgument&) {
@@ -78,8 +80,44 @@ void CollContext::push(int peer, uint64_t sequence, const void* payload, size_t 
   team_.put(peer, slot, out, sizeof(uint64_t));
 }
 
-void CollContext::notify(int peer, Purpose purpose) {
-  team_.signal(peer, slot(purpose, rank_));
+void CollContext::notify(int peer, Purpose purpose, uint64_t count) {
+  team_.signal(peer, slot(purpose, rank_), count);
+}
+
+void CollContext::stream_send(int peer, const void* payload, size_t bytes) {
+  const uint64_t message = ++stream_sent_[peer];
+  if (message > kStreamSlots) {  // the slot's previous message must have been read
+    const uint64_t read_before = message - kStreamSlots;
+    const uint32_t ack = slot(Purpose::kStreamAck, peer);
+    if (team_.signal_value(ack) < read_before) {
+      team_.wait_until([&] { return team_.signal_value(ack) >= read_before; },
+                       [&] {
+                         return std::string(operation_) + ": rank " + std::to_string(rank_) +
+                                " waited for peer " + std::to_string(peer) +
+                                " to read streamed message " + std::to_string(read_before) +
+                                " before reusing its slot";
+                       });
+    }
+  }
+  const size_t slot_offset = stream_slot(message, rank_);
+  if (std::byte* inbox = mapped_inbox_[peer]) {
+    std::byte* mapped = inbox + (slot_offset - inbox_);
+    std::memcpy(mapped + 8, payload, bytes);
+    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
+        .store(message, std::memory_order_release);
+    return;
+  }
+  // Over UCX: payload, fence, flag, from a private copy that stays untouched until the slot is
+  // reused, by which time the peer has acknowledged reading it (so the puts completed).
+  if (stream_outbox_.empty()) stream_outbox_.resize(kStreamSlots * kStreamStride * size_);
+  std::byte* out =
+      stream_outbox_.data() +
+      (static_cast<size_t>(peer) * kStreamSlots + message % kStreamSlots) * kStreamStride;
+  std::memcpy(out, &message, sizeof(message));
+  std::memcpy(out + 8, payload, bytes);
+  team_.put(peer, slot_offset + 8, out + 8, bytes);
+  team_.fence();
+  team_.put(peer, slot_offset, out, sizeof(uint64_t));
 }
 
 SignalAwait CollContext::await(int peer, Purpose purpose) {

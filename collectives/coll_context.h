@@ -30,6 +30,7 @@ enum class Purpose : uint32_t {
   kBwd,        // ring, backward lane
   kBwdCredit,
   kBroadcastAck,  // pushed broadcast: I have read your slot
+  kStreamAck,     // broadcast stream: I have read kStreamAckEvery more of your messages
   kCount
 };
 
@@ -50,7 +51,7 @@ class CollContext {
   // `operation` must outlive the call (a string literal or a table entry).
   void set_operation(const char* operation) { operation_ = operation; }
 
-  void notify(int peer, Purpose purpose);
+  void notify(int peer, Purpose purpose, uint64_t count = 1);
   void notify_all(Purpose purpose);  // every other member
   // The next signal from `peer` for `purpose`: co_await it inside an algorithm.
   SignalAwait await(int peer, Purpose purpose);
@@ -61,7 +62,9 @@ class CollContext {
   // followed by up to kInboxBytes of payload, in the "inbox" buffer of the team's window.
   static constexpr size_t kInboxBytes = 4096;
   static constexpr size_t kInboxStride = 4160;  // 8-byte flag + payload, in whole cache lines
-  static size_t inbox_buffer_bytes(int members) { return 2 * kInboxStride * members; }
+  static size_t inbox_buffer_bytes(int members) {
+    return (2 * kInboxStride + kStreamSlots * kStreamStride) * static_cast<size_t>(members);
+  }
   bool has_inbox() const { return inbox_ != SIZE_MAX; }
   size_t inbox_slot(uint64_t sequence, int sender) const {
     return inbox_ + ((sequence & 1) * size_ + static_cast<size_t>(sender)) * kInboxStride;
@@ -88,6 +91,32 @@ class CollContext {
   const std::byte* inbox_payload(uint64_t sequence, int peer) const {
     return inbox_local_ + (inbox_slot(sequence, peer) - inbox_) + 8;
   }
+  // Broadcast stream: after the parity slots, every member has kStreamSlots slots per sender of
+  // a flag word followed by up to kStreamBytes of payload. A sender's k-th message to a peer
+  // goes to slot k mod kStreamSlots with flag k; the receiver acknowledges every
+  // kStreamAckEvery messages, and the sender reuses a slot only once it was acknowledged. So a
+  // root can run kStreamSlots broadcasts ahead of a receiver, as eager protocols do.
+  static constexpr size_t kStreamSlots = 64;
+  static constexpr size_t kStreamBytes = 512;
+  static constexpr size_t kStreamStride = 576;  // 8-byte flag + payload, in whole cache lines
+  static constexpr uint64_t kStreamAckEvery = kStreamSlots / 4;
+  // Sender: copies `bytes` (<= kStreamBytes) into the next stream slot of `peer` and returns;
+  // waits (with the team's timeout) only when the peer is kStreamSlots messages behind.
+  void stream_send(int peer, const void* payload, size_t bytes);
+  // Receiver: the number of the next message from `sender`, its flag, its payload, and the
+  // acknowledgement once the payload has been copied out.
+  uint64_t next_stream_message(int sender) { return ++stream_received_[sender]; }
+  SignalAwait await_stream(int sender, uint64_t message) {
+    const std::byte* flag = inbox_local_ + (stream_slot(message, sender) - inbox_);
+    return SignalAwait{this, reinterpret_cast<const uint64_t*>(flag), message, sender};
+  }
+  const std::byte* stream_payload(int sender, uint64_t message) const {
+    return inbox_local_ + (stream_slot(message, sender) - inbox_) + 8;
+  }
+  void stream_consumed(int sender, uint64_t message) {
+    if (message % kStreamAckEvery == 0) notify(sender, Purpose::kStreamAck, kStreamAckEvery);
+  }
+
   // Root: `sequence` went to `peer` as a broadcast, acknowledged later with kBroadcastAck.
   void pushed_broadcast(int peer, uint64_t sequence) { unacked_[peer].push_back(sequence); }
   uint64_t signal_value(uint32_t slot) const { return team_.signal_value(slot); }
@@ -119,6 +148,11 @@ class CollContext {
            static_cast<uint32_t>(sender);
   }
 
+  size_t stream_slot(uint64_t message, int sender) const {
+    return inbox_ + 2 * kInboxStride * static_cast<size_t>(size_) +
+           (static_cast<size_t>(sender) * kStreamSlots + message % kStreamSlots) * kStreamStride;
+  }
+
   Team team_;
   int rank_;
   int size_;
@@ -133,6 +167,9 @@ class CollContext {
   std::vector<std::deque<uint64_t>> unacked_;  // per peer: broadcast sequences not yet acked
   std::vector<uint64_t> acks_seen_;            // per peer: kBroadcastAck signals accounted for
   std::vector<uint64_t> finished_;             // per peer: sequence it is known to have finished
+  std::vector<uint64_t> stream_sent_;          // per peer: stream messages sent to it
+  std::vector<uint64_t> stream_received_;      // per peer: stream messages taken from it
+  std::vector<std::byte> stream_outbox_;       // sources of stream puts over UCX, by peer
 };
 
 // Element range [begin, begin + count) of part `index` when `count` elements are split into

@@ -48,7 +48,9 @@ class Request {
 };
 
 // Memory at the same place in every member's symmetric window; freed when the last handle goes
-// (collectively: every member must release it).
+// (collectively: every member must release it). A collective on symmetric memory takes the same
+// offset into the allocation on every member (the in-place allgather input excepted: each
+// member's own block of recv).
 class SymmetricBuffer {
  public:
   SymmetricBuffer() = default;

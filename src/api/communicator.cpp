@@ -414,7 +414,13 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::broadcast_pushes(impl.staging(), bytes)) {  // small: the root pushes, returns
+    if (coll::broadcast_streams(impl.staging(), bytes)) {  // small: the root streams, returns
+      impl.prepare_local(state, "broadcast", [&](coll::CollContext& c) {
+        return coll::broadcast_streamed(c, static_cast<std::byte*>(buffer), bytes, root);
+      });
+      return;
+    }
+    if (coll::broadcast_pushes(impl.staging(), bytes)) {  // up to 4 KiB on two: the root pushes
       impl.prepare_local(state, "broadcast", [&](coll::CollContext& c) {
         return coll::broadcast_pushed(c, static_cast<std::byte*>(buffer), bytes, root);
       });

@@ -194,9 +194,15 @@ void Team::wait_until(const std::function<bool()>& done,
                       std::chrono::nanoseconds timeout) const {
   transport::Context& context = state_->window->context();
   const auto limit = timeout.count() > 0 ? timeout : state_->timeout;
+  // As Window::wait: fully mapped windows need UCX progress only now and then.
+  uint32_t polls = 0;
+  const uint32_t progress_mask = state_->window->all_mapped() ? 15 : 0;
   transport::wait_until(
-      done, [&] { context.progress(); }, limit, describe,
-      [&](std::chrono::microseconds d) { context.idle(d); });
+      done,
+      [&] {
+        if ((++polls & progress_mask) == 0) context.progress();
+      },
+      limit, describe, [&](std::chrono::microseconds d) { context.idle(d); });
 }
 
 void Team::barrier() {

@@ -179,6 +179,36 @@ TEST_P(Collectives, PushedSmallCollectivesInterleave) {
   }
 }
 
+// Small broadcasts stream: the root returns at once and runs up to 64 messages ahead. Rank 1
+// sleeps now and then, so the root fills the stream and must wait for acknowledgements before
+// reusing slots; every message must arrive intact and in order, from every root, also when
+// non-blocking broadcasts and other collectives come in between.
+TEST_P(Collectives, StreamedBroadcastsRunAheadWithoutLosingMessages) {
+  const int p = comm_.size(), me = comm_.rank();
+  auto [a, b] = buffers(128 * 4);
+  (void)b;
+  for (int i = 0; i < 600; ++i) {
+    const int root = (i / 150) % p;
+    const size_t count = 1 + static_cast<size_t>(i * 7 % 128);  // 4 to 512 bytes
+    for (size_t k = 0; k < count; ++k)
+      a[k] = me == root ? static_cast<int32_t>(1000 * i + static_cast<int>(k)) : -1;
+    if (me == 1 && i % 150 == 10) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (i % 3 == 0) {
+      Request request = comm_.ibroadcast(a, count, DType::kI32, root);
+      request.wait();
+    } else {
+      comm_.broadcast(a, count, DType::kI32, root);
+    }
+    for (size_t k = 0; k < count; ++k)
+      ASSERT_EQ(a[k], 1000 * i + static_cast<int>(k)) << "broadcast " << i << " element " << k;
+    if (i % 150 == 149) {  // after each root's run: the root is far ahead until here
+      int32_t one = 1, sum = 0;
+      comm_.allreduce(&one, &sum, 1, DType::kI32, ReduceOp::kSum);
+      ASSERT_EQ(sum, p);
+    }
+  }
+}
+
 TEST_P(Collectives, BarrierSynchronises) {
   auto [a, b] = buffers(64);
   (void)b;
