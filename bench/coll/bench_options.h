@@ -20,6 +20,7 @@ struct Options {
   size_t max_iters = 2000;
   std::string json;
   std::string table;
+  bool help = false;  // --help: print kUsage and run nothing
 };
 
 inline std::vector<std::string> split_list(const std::string& text) {
@@ -56,7 +57,14 @@ inline const char* kUsage =
     "allreduce,allgather,reduce_scatter,broadcast,all_to_all,barrier|all]\n"
     "                      [--algo auto|onephase,twophase,ring,bidirectional_ring,ibing|all]\n"
     "                      [--min-bytes 4] [--max-bytes 64M] [--buffers symmetric|user]\n"
-    "                      [--batches 9] [--quick] [--json PATH] [--table PATH]\n";
+    "                      [--batches 9] [--quick] [--json PATH] [--table PATH] [--help]\n"
+    "  --coll      collectives to sweep (default allreduce)\n"
+    "  --algo      allreduce algorithms by registry name, or auto (default auto)\n"
+    "  --min-bytes, --max-bytes  message sizes, powers of two between (K, M, G suffixes)\n"
+    "  --buffers   symmetric: comm.alloc memory (default); user: plain std::vector memory\n"
+    "  --batches   timed batches per size; the median is reported (default 9)\n"
+    "  --quick     fewer bytes per batch and at most 100 calls per batch\n"
+    "  --json, --table  also write every row as JSON / as a whitespace table for plotting\n";
 
 inline Options parse_options(int argc, char** argv) {
   Options o;
@@ -66,6 +74,10 @@ inline Options parse_options(int argc, char** argv) {
       if (i + 1 >= argc) throw InvalidArgument(arg + " needs a value\n" + kUsage);
       return argv[++i];
     };
+    if (arg == "--help" || arg == "-h") {
+      o.help = true;
+      return o;
+    }
     if (arg == "--coll") {
       const std::string v = value();
       o.collectives = v == "all"

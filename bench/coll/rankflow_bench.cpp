@@ -369,6 +369,13 @@ int main(int argc, char** argv) {
   int status = 0;
   try {
     const rankflow::bench::Options options = rankflow::bench::parse_options(argc, argv);
+    if (options.help) {
+      int rank = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+      if (rank == 0) std::fputs(rankflow::bench::kUsage, stdout);
+      MPI_Finalize();
+      return 0;
+    }
     rankflow::Communicator comm = rankflow::Communicator::from_mpi(MPI_COMM_WORLD);
     {
       rankflow::bench::Driver driver(options, comm);
