@@ -3,6 +3,7 @@
 
 #include <cstdlib>
 
+#include "collectives/coll_context.h"
 #include "common/log.h"
 #include "rankflow/error.h"
 
@@ -104,11 +105,12 @@ std::vector<SizeRule> parse_size_rules(std::string_view spec) {
 }
 
 const AllreduceAlgorithm& default_allreduce(size_t bytes, int /*members*/) {
-  // Up to 16 KiB latency dominates: onephase pushes (one round) up to 4 KiB and reads in place
-  // above. From there twophase wins on every member count measured (2 to 5 ranks): each member
-  // reads 2(P-1)/P of the message instead of P-1 and reduces only its own part. The crossover
-  // was measured with freshly written inputs (bench/coll, docs/performance.md).
-  if (bytes <= (size_t{16} << 10)) return kAllreduce[0];
+  // Up to 4 KiB onephase pushes: one round, data and flag land in the peer's inbox together.
+  // Above, twophase wins (2 ranks, 2026-11-30 sweep: 8 KiB plain 0.69 us vs 0.84, 16 KiB plain
+  // 0.98 vs 1.53, symmetric equal out of place and 2-3x faster in place): each member reads
+  // 2(P-1)/P of the message instead of P-1, reduces only its own part, and on symmetric memory
+  // delivers it in the same round (bench/coll, docs/performance.md).
+  if (bytes <= CollContext::kInboxBytes) return kAllreduce[0];
   return kAllreduce[1];
 }
 

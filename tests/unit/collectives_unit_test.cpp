@@ -119,6 +119,8 @@ TEST(RegistryTest, NamesAndDefaults) {
   EXPECT_EQ(find_allreduce("ring").name, "ring");
   EXPECT_THROW(find_allreduce("tree"), InvalidArgument);
   EXPECT_EQ(default_allreduce(4, 2).name, "onephase");
+  EXPECT_EQ(default_allreduce(4096, 2).name, "onephase");  // the largest pushed message
+  EXPECT_EQ(default_allreduce(4100, 2).name, "twophase");
   EXPECT_EQ(default_allreduce(size_t{64} << 20, 4).name, "twophase");
 }
 
