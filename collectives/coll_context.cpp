@@ -64,16 +64,24 @@ void CollContext::push(int peer, uint64_t sequence, const void* payload, size_t 
     finished_[peer] = std::max(finished_[peer], unacked.front());
     unacked.pop_front();
   }
+  // The private copy is of the same parity, so it is free again once the peer has consumed it.
+  write_slot(peer, slot, sequence, payload, bytes, outbox_, inbox_buffer_bytes(size_),
+             ((sequence & 1) * size_ + peer) * kInboxStride);
+}
+
+void CollContext::write_slot(int peer, size_t slot, uint64_t flag, const void* payload,
+                             size_t bytes, std::vector<std::byte>& outbox, size_t outbox_bytes,
+                             size_t outbox_offset) {
   if (std::byte* inbox = mapped_inbox_[peer]) {
     std::byte* mapped = inbox + (slot - inbox_);
     std::memcpy(mapped + 8, payload, bytes);
     std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
-        .store(sequence, std::memory_order_release);
+        .store(flag, std::memory_order_release);
     return;
   }
-  if (outbox_.empty()) outbox_.resize(inbox_buffer_bytes(size_));
-  std::byte* out = outbox_.data() + ((sequence & 1) * size_ + peer) * kInboxStride;
-  std::memcpy(out, &sequence, sizeof(sequence));
+  if (outbox.empty()) outbox.resize(outbox_bytes);
+  std::byte* out = outbox.data() + outbox_offset;
+  std::memcpy(out, &flag, sizeof(flag));
   std::memcpy(out + 8, payload, bytes);
   team_.put(peer, slot + 8, out + 8, bytes);
   team_.fence();
@@ -99,25 +107,11 @@ void CollContext::stream_send(int peer, const void* payload, size_t bytes) {
                        });
     }
   }
-  const size_t slot_offset = stream_slot(message, rank_);
-  if (std::byte* inbox = mapped_inbox_[peer]) {
-    std::byte* mapped = inbox + (slot_offset - inbox_);
-    std::memcpy(mapped + 8, payload, bytes);
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
-        .store(message, std::memory_order_release);
-    return;
-  }
-  // Over UCX: payload, fence, flag, from a private copy that stays untouched until the slot is
-  // reused, by which time the peer has acknowledged reading it (so the puts completed).
-  if (stream_outbox_.empty()) stream_outbox_.resize(kStreamSlots * kStreamStride * size_);
-  std::byte* out =
-      stream_outbox_.data() +
-      (static_cast<size_t>(peer) * kStreamSlots + message % kStreamSlots) * kStreamStride;
-  std::memcpy(out, &message, sizeof(message));
-  std::memcpy(out + 8, payload, bytes);
-  team_.put(peer, slot_offset + 8, out + 8, bytes);
-  team_.fence();
-  team_.put(peer, slot_offset, out, sizeof(uint64_t));
+  // The private copy stays untouched until the slot is reused, by which time the peer has
+  // acknowledged reading it (so the puts completed).
+  write_slot(peer, stream_slot(message, rank_), message, payload, bytes, stream_outbox_,
+             kStreamSlots * kStreamStride * size_,
+             (static_cast<size_t>(peer) * kStreamSlots + message % kStreamSlots) * kStreamStride);
 }
 
 SignalAwait CollContext::await(int peer, Purpose purpose) {

@@ -148,6 +148,11 @@ class CollContext {
            static_cast<uint32_t>(sender);
   }
 
+  // Stores `bytes` of payload and then `flag` into the slot at window offset `slot` of `peer`:
+  // direct stores where mapped, else UCX put, fence, put from `outbox` at `outbox_offset` (grown
+  // to `outbox_bytes` on first use), a private copy the caller keeps until the peer has read it.
+  void write_slot(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
+                  std::vector<std::byte>& outbox, size_t outbox_bytes, size_t outbox_offset);
   size_t stream_slot(uint64_t message, int sender) const {
     return inbox_ + 2 * kInboxStride * static_cast<size_t>(size_) +
            (static_cast<size_t>(sender) * kStreamSlots + message % kStreamSlots) * kStreamStride;
