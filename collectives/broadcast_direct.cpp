@@ -1,12 +1,37 @@
 // broadcast, direct: the root says "ready", every other member copies the root's buffer
 // straight from its window (into `out`, the caller's own memory, when given) and says "done";
 // the root returns once all are done.
+//
+// Two members on symmetric memory, from kSplitFrom up: the copy is split between both cores.
+// The root stores the second half straight into the peer's buffer while the peer fetches the
+// first half, so each core copies half the message (one more round of signals: the peer's
+// "ready" says its buffer may be written, the root's "done" says its half has landed).
 #include "collectives/collective.h"
 
 namespace rankflow::coll {
+namespace {
 
-CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out) {
-  if (c.size() == 1 || bytes == 0) co_return;
+constexpr size_t kSplitFrom = 256 * 1024;
+
+CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) {
+  const size_t half = bytes / 2;
+  const int peer = c.peer(1);
+  c.notify(peer, Purpose::kReady);
+  co_await c.await(peer, Purpose::kReady);
+  if (c.rank() == root) {
+    c.team().put(peer, buffer + half, c.local(buffer + half), bytes - half);
+    c.complete_fetches();
+    c.notify(peer, Purpose::kDone);          // my half is in your buffer
+    co_await c.await(peer, Purpose::kDone);  // you have read the first half
+    co_return;
+  }
+  c.fetch(root, buffer, c.local(buffer), half);
+  c.complete_fetches();
+  c.notify(root, Purpose::kDone);
+  co_await c.await(root, Purpose::kDone);
+}
+
+CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out) {
   if (c.rank() == root) {
     c.notify_all(Purpose::kReady);
     for (int d = 1; d < c.size(); ++d)
@@ -17,6 +42,16 @@ CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
   c.fetch(root, buffer, out != nullptr ? out : c.local(buffer), bytes);
   c.complete_fetches();
   c.notify(root, Purpose::kDone);
+}
+
+}  // namespace
+
+CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out) {
+  if (c.size() == 1 || bytes == 0) return CollTask::finished();
+  if (c.size() == 2 && out == nullptr && bytes >= kSplitFrom) {
+    return broadcast_split(c, buffer, bytes, root);
+  }
+  return broadcast_fetch(c, buffer, bytes, root, out);
 }
 
 }  // namespace rankflow::coll
