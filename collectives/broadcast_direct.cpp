@@ -2,16 +2,29 @@
 // straight from its window (into `out`, the caller's own memory, when given) and says "done";
 // the root returns once all are done.
 //
+// Plain memory (`out` given) goes in chunks: the root says "ready" per chunk, so members fetch
+// chunk k while the root stages chunk k+1 from `stage_from` (its caller's buffer; null when
+// the whole message was staged before the call, as non-blocking calls do).
+//
 // Two members on symmetric memory, from kSplitFrom up: the copy is split between both cores.
 // The root stores the second half straight into the peer's buffer while the peer fetches the
 // first half, so each core copies half the message (one more round of signals: the peer's
 // "ready" says its buffer may be written, the root's "done" says its half has landed).
+#include <algorithm>
+#include <cstring>
+
 #include "collectives/collective.h"
 
 namespace rankflow::coll {
 namespace {
 
 constexpr size_t kSplitFrom = 256 * 1024;
+constexpr size_t kMinChunk = 64 * 1024;
+constexpr size_t kMaxChunks = 16;
+
+size_t chunk_bytes(size_t bytes) {
+  return std::max(kMinChunk, (bytes + kMaxChunks - 1) / kMaxChunks);
+}
 
 CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) {
   const size_t half = bytes / 2;
@@ -31,27 +44,37 @@ CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) 
   co_await c.await(root, Purpose::kDone);
 }
 
-CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out) {
+CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
+                         const std::byte* stage_from) {
+  const size_t chunk = out != nullptr ? chunk_bytes(bytes) : bytes;
   if (c.rank() == root) {
-    c.notify_all(Purpose::kReady);
+    for (size_t first = 0; first < bytes; first += chunk) {
+      const size_t length = std::min(chunk, bytes - first);
+      if (stage_from != nullptr) std::memcpy(c.local(buffer + first), stage_from + first, length);
+      c.notify_all(Purpose::kReady);
+    }
     for (int d = 1; d < c.size(); ++d)
       co_await c.await(c.peer(-d), Purpose::kDone);
     co_return;
   }
-  co_await c.await(root, Purpose::kReady);
-  c.fetch(root, buffer, out != nullptr ? out : c.local(buffer), bytes);
+  std::byte* to = out != nullptr ? out : c.local(buffer);
+  for (size_t first = 0; first < bytes; first += chunk) {
+    co_await c.await(root, Purpose::kReady);
+    c.fetch(root, buffer + first, to + first, std::min(chunk, bytes - first));
+  }
   c.complete_fetches();
   c.notify(root, Purpose::kDone);
 }
 
 }  // namespace
 
-CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out) {
+CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
+                          const std::byte* stage_from) {
   if (c.size() == 1 || bytes == 0) return CollTask::finished();
   if (c.size() == 2 && out == nullptr && bytes >= kSplitFrom) {
     return broadcast_split(c, buffer, bytes, root);
   }
-  return broadcast_fetch(c, buffer, bytes, root, out);
+  return broadcast_fetch(c, buffer, bytes, root, out, stage_from);
 }
 
 }  // namespace rankflow::coll

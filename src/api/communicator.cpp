@@ -426,10 +426,17 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
       });
       return;
     }
-    // One buffer: the root stages it in "in"; the others fetch it straight into theirs.
-    impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, is_root, false,
+    // One buffer: the root stages it in "in"; the others fetch it straight into theirs. A
+    // blocking root stages chunk by chunk while they fetch; a non-blocking one stages it all
+    // now (the caller may reuse a plain buffer as soon as the call returns).
+    const bool stage_now = is_root && !blocking;
+    impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, stage_now, false,
                       [&](coll::CollContext& c, size_t at, size_t, std::byte* staged_recv) {
-                        return coll::broadcast_direct(c, at, bytes, root, staged_recv);
+                        const bool staged = staged_recv != nullptr;  // else symmetric memory
+                        const auto* from = is_root && !stage_now && staged
+                                               ? static_cast<const std::byte*>(buffer)
+                                               : nullptr;
+                        return coll::broadcast_direct(c, at, bytes, root, staged_recv, from);
                       });
   });
 }

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -318,6 +319,27 @@ TEST(NonBlockingTest, EveryCollectiveCompletesThroughTestOrWait) {
     comm.ireduce_scatter(a, b, n, DType::kI32, ReduceOp::kSum).wait();
     ASSERT_EQ(b[0], p * (p - 1) / 2);
     comm.ibarrier().wait();
+  }
+  comm.close();
+}
+
+// A plain buffer is the caller's again as soon as a non-blocking call returns: the root of an
+// ibroadcast may overwrite it at once (blocking roots stage large messages chunk by chunk while
+// peers fetch; non-blocking ones must have staged it all).
+TEST(NonBlockingTest, RootMayReusePlainBufferRightAfterIbroadcast) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const size_t n = size_t{1} << 20;  // 4 MiB: many chunks
+  std::vector<int32_t> a(n);
+  for (int root = 0; root < comm.size(); ++root) {
+    for (size_t i = 0; i < n; ++i)
+      a[i] = comm.rank() == root ? static_cast<int32_t>(i * 3 + root) : -1;
+    Request r = comm.ibroadcast(a.data(), n, DType::kI32, root);
+    if (comm.rank() == root) std::fill(a.begin(), a.end(), -7);
+    r.wait();
+    if (comm.rank() == root) continue;
+    for (size_t i = 0; i < n; i += 4099)
+      ASSERT_EQ(a[i], static_cast<int32_t>(i * 3 + root)) << "root " << root << " element " << i;
+    ASSERT_EQ(a[n - 1], static_cast<int32_t>((n - 1) * 3 + root));
   }
   comm.close();
 }
