@@ -69,14 +69,14 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
   }
 }
 
-// Segments of a message on the caller's memory, which is staged: at least 512 KiB (half the
-// L2 of a core here) and at most 16 per call (each costs two rounds of signals), for messages
-// that fit the last-level cache. Larger ones come from DRAM whatever the order, and symmetric
-// memory is not staged; both go whole (segments measured slower there).
+// Segments of a message on the caller's memory (plain buffers; symmetric memory takes the
+// delivering path and is never segmented): at least 512 KiB (half the L2 of a core here) and at
+// most 16 per call (each costs two rounds of signals), up to 16 MiB. Larger ones come from DRAM
+// whatever the order and go whole (segments measured slower there).
 size_t segment_bytes(const AllreduceArgs& a) {
-  constexpr size_t kLastLevelCache = size_t{16} << 20;
+  constexpr size_t kSegmentedUpTo = size_t{16} << 20;
   const size_t bytes = a.count * a.reducer->elem_size;
-  if (!a.src_ptr || bytes > kLastLevelCache) return bytes;
+  if (bytes > kSegmentedUpTo) return bytes;
   return std::max<size_t>(512 * 1024, (bytes + 15) / 16);
 }
 

@@ -1,15 +1,15 @@
-// broadcast, pushed (up to CollContext::kInboxBytes): the root stores the message and a sequence
-// flag into its slot of every peer's inbox and returns at once; each peer waits for the flag,
-// copies the message out and acknowledges. The root never waits here: a later push into the same
-// slot (two sequences on) first waits for that acknowledgement (CollContext::push), so
-// back-to-back broadcasts pipeline as an eager protocol does. Any memory.
+// broadcast, pushed (above CollContext::kStreamBytes, which stream, up to kInboxBytes): the root
+// stores the message and a sequence flag into its slot of every peer's inbox and returns at once;
+// each peer waits for the flag, copies the message out and acknowledges. The root never waits here:
+// a later push into the same slot (two sequences on) first waits for that acknowledgement
+// (CollContext::push), so back-to-back broadcasts pipeline as an eager protocol does. Any memory.
 //
 // Two members only. Every other pushed collective has each member wait for every peer's push,
 // which is what lets a member reuse a slot two sequences later (the peer has moved on). A
 // broadcast breaks that for pairs of non-roots on three or more members (neither waits for
 // the other), and acknowledging every slot would cost the symmetric collectives a signal per
 // peer; with two members the root's acknowledgement covers it. More members use
-// broadcast_direct.
+// broadcast_direct at these sizes.
 #include <cstring>
 
 #include "collectives/collective.h"
