@@ -1,6 +1,8 @@
 // CollContext (see coll_context.h).
 #include "collectives/coll_context.h"
 
+#include "collectives/collective.h"
+
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -13,7 +15,10 @@
 namespace rankflow::coll {
 
 CollContext::CollContext(Team team)
-    : team_(std::move(team)), rank_(team_.rank()), size_(team_.size()) {
+    : team_(std::move(team)),
+      rank_(team_.rank()),
+      size_(team_.size()),
+      eager_(team_.mapped_everywhere()) {
   if (team_.signal_slots() < signal_slots_for(size_)) {
     throw InvalidArgument("collective team needs " + std::to_string(signal_slots_for(size_)) +
                           " signal slots, has " + std::to_string(team_.signal_slots()));
@@ -176,15 +181,45 @@ bool CollTask::advance() {
 }
 
 bool CollContext::poll(CollTask& task) {
-  if (task.advance()) return true;
-  team_.progress();
-  return task.advance();
+  if (!task.advance()) {
+    team_.progress();
+    if (!task.advance()) return false;
+  }
+  return eager_ || close_step();
 }
 
 void CollContext::run(CollTask& task, std::chrono::nanoseconds timeout) {
-  if (task.advance()) return;
-  team_.wait_until([&] { return task.advance(); }, [&] { return describe_wait(task.waiting()); },
-                   timeout);
+  if (!task.advance()) {
+    team_.wait_until([&] { return task.advance(); }, [&] { return describe_wait(task.waiting()); },
+                     timeout);
+  }
+  if (!eager_ && !close_step()) {
+    team_.wait_until([&] { return close_step(); }, [&] { return describe_closing(); }, timeout);
+  }
+}
+
+bool CollContext::close_step() {
+  if (!closing_flushed_) {
+    if (!team_.try_flush()) return false;
+    closing_flushed_ = true;
+    closing_ = barrier_mesh(*this);
+  }
+  if (!closing_.advance()) {
+    team_.progress();
+    if (!closing_.advance()) return false;
+  }
+  closing_ = CollTask();
+  closing_flushed_ = false;
+  return true;
+}
+
+std::string CollContext::describe_closing() const {
+  if (!closing_flushed_) {
+    return std::string(operation_) + ": rank " + std::to_string(rank_) + " of " +
+           std::to_string(size_) +
+           " finished, but its transfers did not complete: a peer stopped progressing";
+  }
+  return describe_wait(closing_.waiting()) + " (closing barrier after the collective)";
 }
 
 std::string CollContext::describe_wait(const SignalAwait& wait) const {

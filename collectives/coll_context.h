@@ -43,6 +43,11 @@ class CollContext {
   }
 
   Team& team() { return team_; }
+  // True when every member maps every other member's window (the same answer on every member):
+  // every transfer is a plain store that lands without anyone's progress, so a member may
+  // return while its messages are still unread (eager protocols). Otherwise run() and poll()
+  // end each collective with a closing (see close_step()).
+  bool eager() const { return eager_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
   int peer(int offset) const { return ((rank_ + offset) % size_ + size_) % size_; }
@@ -121,10 +126,12 @@ class CollContext {
   void pushed_broadcast(int peer, uint64_t sequence) { unacked_[peer].push_back(sequence); }
   uint64_t signal_value(uint32_t slot) const { return team_.signal_value(slot); }
 
-  // Drives `task` to completion: progresses the transport while it waits and ends in a Timeout
-  // naming the operation, this rank, the peer and the counts when the team's limit passes.
+  // Drives `task` to completion, then its closing unless eager(): progresses the transport
+  // while it waits and ends in a Timeout naming the operation, this rank, the peer and the
+  // counts when the team's limit passes.
   void run(CollTask& task, std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero());
-  // Advances `task` once without blocking (progressing the transport); true when complete.
+  // Advances `task` once without blocking (progressing the transport); true when it and its
+  // closing are complete.
   bool poll(CollTask& task);
   std::string describe_wait(const SignalAwait& wait) const;
 
@@ -143,6 +150,16 @@ class CollContext {
 
  private:
   static std::byte* grow(std::vector<std::byte>& area, size_t bytes);
+  // The progress rule over UCX: over TCP a transfer, and the completion reply for one, moves
+  // only while its owner calls into UCX. So a collective that is not eager() ends with two
+  // steps: this member's transfers complete remotely (a flush, during which it keeps serving
+  // its peers' transfers), then a barrier among the members (barrier_mesh), during which it
+  // keeps progressing too. No member leaves the barrier before every member has finished its
+  // flush, so once the call returns no peer needs anything from this member's transport (the
+  // barrier's last signals go straight onto idle sockets). One step without blocking; true
+  // once both are done.
+  bool close_step();
+  std::string describe_closing() const;
   uint32_t slot(Purpose purpose, int sender) const {
     return static_cast<uint32_t>(purpose) * static_cast<uint32_t>(size_) +
            static_cast<uint32_t>(sender);
@@ -161,6 +178,9 @@ class CollContext {
   Team team_;
   int rank_;
   int size_;
+  bool eager_;
+  CollTask closing_;  // the closing barrier, while one runs
+  bool closing_flushed_ = false;
   std::vector<uint64_t> consumed_;
   std::vector<std::byte> scratch_, scratch2_;
   const char* operation_ = "collective";

@@ -11,6 +11,16 @@
 // (send and recv in the same allocation) skip the staging copies. Errors are rankflow::Error;
 // a member that never arrives ends the call with rankflow::Timeout after RANKFLOW_TIMEOUT_S.
 // One thread at a time may use a communicator.
+//
+// The progress rule. When a blocking collective returns, nothing that any peer needs from this
+// rank still depends on this rank calling into rankflow again: the program may go straight
+// into its own MPI calls (or compute) on any transport, including UCX over TCP between hosts,
+// where data moves only while its owner calls into UCX. The same holds once Request::wait()
+// returns and once Request::test() has returned true. A request still in flight, as in MPI,
+// advances only inside rankflow calls: the program must test() or wait() it to completion
+// before it makes a blocking call (an MPI call included) that needs a peer which may itself be
+// waiting on that request. RANKFLOW_PROGRESS=thread lifts that: a background thread advances
+// requests in flight while the program computes or sits in MPI (docs/collectives.md).
 #pragma once
 
 #include <mpi.h>
@@ -30,9 +40,10 @@ struct SymmetricAllocation;
 struct RequestState;
 
 // A non-blocking collective in flight. test() advances it without blocking; wait() completes
-// it. Recv buffers must not be read, nor send buffers of symmetric memory written, before it
-// completes. A Timeout from wait(timeout) does not cancel: wait again or discard the
-// communicator. Starting another collective on the same communicator completes this one first.
+// it (see the progress rule above: until then it may need this rank's calls to advance). Recv
+// buffers must not be read, nor send buffers of symmetric memory written, before it completes. A
+// Timeout from wait(timeout) does not cancel: wait again or discard the communicator. Starting
+// another collective on the same communicator completes this one first.
 class Request {
  public:
   Request() = default;

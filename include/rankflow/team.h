@@ -59,6 +59,9 @@ class Team {
   // host, or UCX_TLS=tcp,self). Algorithms use it as a fast path and fall back to put/get.
   void* remote_ptr(int peer, size_t offset) const;
   bool all_mapped() const;
+  // True when every member maps every other member's window: then no operation needs UCX, and
+  // the answer is the same on every member (agreed when the window was made).
+  bool mapped_everywhere() const;
 
   // One-sided transfers. Where the peer is mapped they are plain copies, complete on return;
   // otherwise they go through UCX and `src`/`dst` must stay valid until flush().
@@ -102,6 +105,8 @@ class Team {
 
   // Completes outstanding transfers, then synchronises every member (dissemination over signals).
   void barrier();
+  // Non-blocking flush(): true once every transfer issued so far has completed remotely.
+  bool try_flush();
 
   // The limit of every wait on this team (default RANKFLOW_TIMEOUT_S).
   std::chrono::nanoseconds timeout() const;

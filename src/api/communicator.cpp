@@ -3,9 +3,12 @@
 // Runs on the calling thread.
 #include "rankflow/communicator.h"
 
+#include <atomic>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "collectives/registry.h"
@@ -38,12 +41,28 @@ struct RequestState {
   void* copy_to = nullptr;
   const std::byte* copy_from = nullptr;
   size_t copy_bytes = 0;
-  bool finished = false;
+  std::atomic<bool> finished = false;  // read by Request::done() without the driver lock
+  std::exception_ptr error;            // what the progress thread met, rethrown by test/wait
 
   void complete_once() {
-    if (finished) return;
-    finished = true;
+    if (finished.load(std::memory_order_relaxed)) return;
     if (copy_bytes > 0) std::memcpy(copy_to, copy_from, copy_bytes);
+    finished.store(true, std::memory_order_release);
+  }
+  // One step without blocking; true when complete (or failed: `error` holds why).
+  bool step() {
+    if (finished.load(std::memory_order_relaxed) || error) return true;
+    try {
+      if (!context->poll(task)) return false;
+    } catch (...) {
+      error = std::current_exception();
+      return true;
+    }
+    complete_once();
+    return true;
+  }
+  void rethrow_error() {
+    if (error) std::rethrow_exception(std::exchange(error, {}));
   }
 };
 
@@ -104,6 +123,7 @@ class CommunicatorImpl {
 
   void close() {
     if (comm_ == MPI_COMM_NULL) return;
+    transport::ProgressThread::Guard guard(progress_thread());
     finish_outstanding();
     staging_->team().close();
     staging_.reset();
@@ -127,9 +147,11 @@ class CommunicatorImpl {
   }
 
   // Runs `prepare(state)`, then completes the state at once (blocking calls reuse one state and
-  // allocate nothing) or hands it out as a Request. Completes any earlier request first.
+  // allocate nothing) or hands it out as a Request (and to the progress thread, if there is
+  // one). Completes any earlier request first.
   template <typename Prepare>
   Request launch(bool blocking, Prepare&& prepare) {
+    transport::ProgressThread::Guard guard(progress_thread());
     live();
     finish_outstanding();
     if (blocking) {
@@ -146,8 +168,17 @@ class CommunicatorImpl {
     state->owner = self_.lock();
     prepare(*state);
     outstanding_ = state;
+    if (transport::ProgressThread* thread = progress_thread()) {
+      thread->add([weak = std::weak_ptr<RequestState>(state)] {
+        auto live_state = weak.lock();
+        return !live_state || live_state->step();
+      });
+    }
     return Request(state);
   }
+
+  // The background progress thread (RANKFLOW_PROGRESS=thread), or null.
+  transport::ProgressThread* progress_thread() const { return context_->progress_thread(); }
 
   // Prepares `make(coll, src_offset, dst_offset)` with send/recv in one window: their symmetric
   // allocation when both lie in the same one, else the staging window (input copied in now,
@@ -203,6 +234,8 @@ class CommunicatorImpl {
   }
 
   void complete(RequestState& state, std::chrono::nanoseconds timeout = {}) {
+    state.rethrow_error();
+    if (state.finished.load(std::memory_order_acquire)) return;
     state.context->run(state.task, timeout);
     state.complete_once();
   }
@@ -222,6 +255,7 @@ class CommunicatorImpl {
   }
 
   void barrier() {
+    transport::ProgressThread::Guard guard(progress_thread());
     live();
     finish_outstanding();
     staging_->team().barrier();
@@ -506,10 +540,11 @@ void Communicator::all_to_all(const void* send, void* recv, size_t count, DType 
 
 bool Request::test() {
   if (!state_) throw InvalidState("Request::test on an empty request");
-  if (state_->finished) return true;
-  if (!state_->context->poll(state_->task)) return false;
-  state_->complete_once();
-  return true;
+  if (state_->finished.load(std::memory_order_acquire)) return true;
+  transport::ProgressThread::Guard guard(state_->owner->progress_thread());
+  const bool complete = state_->step();
+  state_->rethrow_error();
+  return complete;
 }
 
 void Request::wait() {
@@ -518,12 +553,13 @@ void Request::wait() {
 
 void Request::wait(std::chrono::nanoseconds timeout) {
   if (!state_) throw InvalidState("Request::wait on an empty request");
-  if (state_->finished) return;
+  if (state_->finished.load(std::memory_order_acquire)) return;
+  transport::ProgressThread::Guard guard(state_->owner->progress_thread());
   state_->owner->complete(*state_, timeout);
 }
 
 bool Request::done() const {
-  return state_ && state_->finished;
+  return state_ && state_->finished.load(std::memory_order_acquire);
 }
 
 }  // namespace rankflow

@@ -41,6 +41,13 @@ BindPolicy parse_bind_policy(const char* var, const std::string& value) {
                         "' is not a binding policy; valid policies are core, none");
 }
 
+ProgressMode parse_progress_mode(const char* var, const std::string& value) {
+  if (value == "caller") return ProgressMode::kCaller;
+  if (value == "thread") return ProgressMode::kThread;
+  throw InvalidArgument(std::string(var) + "='" + value +
+                        "' is not a progress mode; valid modes are caller, thread");
+}
+
 std::chrono::nanoseconds timeout() {
   const auto value = get("RANKFLOW_TIMEOUT_S");
   return value ? parse_timeout("RANKFLOW_TIMEOUT_S", *value) : std::chrono::seconds(120);
@@ -54,6 +61,11 @@ LogLevel log_level() {
 BindPolicy bind_policy() {
   const auto value = get("RANKFLOW_BIND");
   return value ? parse_bind_policy("RANKFLOW_BIND", *value) : BindPolicy::kCore;
+}
+
+ProgressMode progress_mode() {
+  const auto value = get("RANKFLOW_PROGRESS");
+  return value ? parse_progress_mode("RANKFLOW_PROGRESS", *value) : ProgressMode::kCaller;
 }
 
 }  // namespace rankflow::env

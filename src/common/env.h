@@ -10,6 +10,7 @@ namespace rankflow::env {
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 enum class BindPolicy { kCore, kNone };
+enum class ProgressMode { kCaller, kThread };
 
 // Raw lookup: the variable's value, or nullopt when unset or empty.
 std::optional<std::string> get(const char* name);
@@ -20,10 +21,14 @@ std::chrono::nanoseconds timeout();
 LogLevel log_level();
 // RANKFLOW_BIND: core|none. Default core.
 BindPolicy bind_policy();
+// RANKFLOW_PROGRESS: caller|thread. Default caller (rankflow progresses only inside its calls);
+// thread starts a background thread that advances non-blocking collectives.
+ProgressMode progress_mode();
 
 // Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.
 std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value);
 LogLevel parse_log_level(const char* var, const std::string& value);
 BindPolicy parse_bind_policy(const char* var, const std::string& value);
+ProgressMode parse_progress_mode(const char* var, const std::string& value);
 
 }  // namespace rankflow::env

@@ -39,6 +39,10 @@ Context::Context(std::shared_ptr<MpiSession> mpi, int*, char***) : mpi_(std::mov
   create_ucx();
   try {
     wire_endpoints(MPI_COMM_WORLD);
+    if (env::progress_mode() == env::ProgressMode::kThread) {
+      progress_thread_ = std::make_unique<ProgressThread>([this] { progress(); });
+      log::info("progress: background thread (RANKFLOW_PROGRESS=thread)");
+    }
   } catch (...) {
     close_endpoints();
     ucp_worker_destroy(worker_);
@@ -75,11 +79,25 @@ void Context::create_ucx() {
 
   ucp_worker_params_t worker_params{};
   worker_params.field_mask = UCP_WORKER_PARAM_FIELD_THREAD_MODE;
-  worker_params.thread_mode = UCS_THREAD_MODE_SERIALIZED;
+  // A progress thread calls into UCX beside the program's threads: UCX then locks itself.
+  worker_params.thread_mode = env::progress_mode() == env::ProgressMode::kThread
+                                  ? UCS_THREAD_MODE_MULTI
+                                  : UCS_THREAD_MODE_SERIALIZED;
   const ucs_status_t worker_status = ucp_worker_create(ucp_context_, &worker_params, &worker_);
   if (worker_status != UCS_OK) {
     ucp_cleanup(ucp_context_);
     check_ucs(worker_status, "ucp_worker_create");
+  }
+  if (worker_params.thread_mode == UCS_THREAD_MODE_MULTI) {
+    ucp_worker_attr_t attr{};
+    attr.field_mask = UCP_WORKER_ATTR_FIELD_THREAD_MODE;
+    if (ucp_worker_query(worker_, &attr) != UCS_OK || attr.thread_mode != UCS_THREAD_MODE_MULTI) {
+      ucp_worker_destroy(worker_);
+      ucp_cleanup(ucp_context_);
+      throw TransportError(
+          "RANKFLOW_PROGRESS=thread needs a UCX worker in UCS_THREAD_MODE_MULTI, which this UCX "
+          "build does not provide; unset RANKFLOW_PROGRESS");
+    }
   }
   if (ucp_worker_get_efd(worker_, &event_fd_) != UCS_OK) event_fd_ = -1;
 }
@@ -227,6 +245,7 @@ void Context::close_endpoints() {
 }
 
 Context::~Context() {
+  progress_thread_.reset();  // before the worker it progresses goes
   // Every rank must be done with every window before endpoints go; windows hold a reference to
   // the Context, so by now they are closed. The barrier keeps a fast rank from tearing down
   // endpoints a slow rank still flushes through.

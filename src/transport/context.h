@@ -2,9 +2,10 @@
 // context and worker, and one wired endpoint per peer (indexed by MPI_COMM_WORLD rank).
 //
 // Threads: the thread that created the Context, or one thread at a time
-// (UCS_THREAD_MODE_SERIALIZED). After bootstrap, MPI calls go through mpi_wait(), which keeps
-// progressing UCX while MPI works, so a peer's put or atomic is never stuck behind this rank
-// blocking inside MPI.
+// (UCS_THREAD_MODE_SERIALIZED); with RANKFLOW_PROGRESS=thread the worker is
+// UCS_THREAD_MODE_MULTI and a ProgressThread progresses it too. After bootstrap, MPI calls go
+// through mpi_wait(), which keeps progressing UCX while MPI works, so a peer's put or atomic is
+// never stuck behind this rank blocking inside MPI.
 #pragma once
 
 #include <mpi.h>
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "transport/mpi_session.h"
+#include "transport/progress_thread.h"
 
 namespace rankflow::transport {
 
@@ -39,6 +41,9 @@ class Context {
   // True when rankflow called MPI_Init_thread (and will finalise MPI when released).
   bool mpi_owned_by_rankflow() const { return mpi_->initialised_by_rankflow(); }
   std::chrono::nanoseconds timeout() const { return timeout_; }
+
+  // The background progress thread (RANKFLOW_PROGRESS=thread), or null: progress by the caller.
+  ProgressThread* progress_thread() const { return progress_thread_.get(); }
 
   // One pass of UCX progress. Cheap when nothing is pending.
   void progress() { ucp_worker_progress(worker_); }
@@ -71,6 +76,7 @@ class Context {
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;                // the worker's wake-up descriptor, or -1 (plain sleeps)
   std::vector<ucp_ep_h> endpoints_;  // by world rank, including this rank (UCX "self")
+  std::unique_ptr<ProgressThread> progress_thread_;
 };
 
 // Throws TransportError naming `what` when a UCX call fails.

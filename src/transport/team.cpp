@@ -44,6 +44,12 @@ void* Team::remote_ptr(int peer, size_t offset) const {
 bool Team::all_mapped() const {
   return state_->window->all_mapped();
 }
+bool Team::mapped_everywhere() const {
+  return state_->window->mapped_everywhere();
+}
+bool Team::try_flush() {
+  return state_->window->try_flush();
+}
 
 void Team::put(int peer, size_t dst_offset, const void* src, size_t bytes) {
   transport::Window& window = *state_->window;

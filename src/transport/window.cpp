@@ -108,6 +108,11 @@ void Window::exchange_keys() {
     }
     all_mapped_ = all_mapped_ && peer.mapped != nullptr;
   }
+  int everywhere = all_mapped_ ? 1 : 0;
+  check_mpi(MPI_Iallreduce(MPI_IN_PLACE, &everywhere, 1, MPI_INT, MPI_LAND, comm_, &request),
+            "MPI_Iallreduce(mapping)");
+  context_->mpi_wait(request, "mapping agreement for window '" + name_ + "'");
+  mapped_everywhere_ = everywhere != 0;
   log::debug("window '", name_, "': ", members, " members, ", local_size_, " bytes, ",
              all_mapped_ ? "all peers directly mapped" : "some peers reached through UCX only");
 }
@@ -201,6 +206,10 @@ void Window::get(int peer, size_t offset, void* dst, size_t bytes) {
 
 void Window::flush() {
   if (closed_) return;
+  if (flushing_ != nullptr) {
+    context_->ucx_wait(static_cast<ucs_status_ptr_t>(std::exchange(flushing_, nullptr)),
+                       "flush of window '" + name_ + "'");
+  }
   bool any = false;
   for (Peer& peer : peers_)
     any = std::exchange(peer.dirty, false) || any;
@@ -220,6 +229,28 @@ void Window::flush(int peer) {
     context_->ucx_wait(ucp_ep_flush_nbx(target.ep, &param), "flush: " + where(peer));
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
+}
+
+bool Window::try_flush() {
+  if (closed_) return true;
+  if (flushing_ == nullptr) {
+    bool any = false;
+    for (Peer& peer : peers_)
+      any = std::exchange(peer.dirty, false) || any;
+    if (!any) return true;
+    ucp_request_param_t param{};
+    ucs_status_ptr_t request = ucp_worker_flush_nbx(context_->worker(), &param);
+    if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "flush of '" + name_ + "'");
+    if (request == nullptr) return true;
+    flushing_ = request;
+  }
+  context_->progress();
+  const ucs_status_t status = ucp_request_check_status(static_cast<ucs_status_ptr_t>(flushing_));
+  if (status == UCS_INPROGRESS) return false;
+  ucp_request_free(static_cast<ucs_status_ptr_t>(std::exchange(flushing_, nullptr)));
+  check_ucs(status, "flush of window '" + name_ + "'");
+  std::atomic_thread_fence(std::memory_order_seq_cst);
+  return true;
 }
 
 void Window::fence() {

@@ -51,6 +51,9 @@ class Window {
   void* remote_ptr(int peer, size_t offset) const;
   // True when every member's window is directly mapped.
   bool all_mapped() const { return all_mapped_; }
+  // True when every member maps every other member's window: the same answer on all members
+  // (agreed at creation), so protocols may choose by it and stay in step.
+  bool mapped_everywhere() const { return mapped_everywhere_; }
 
   // Non-blocking one-sided transfers through UCX. `src`/`dst` must stay valid until flush().
   void put(int peer, size_t offset, const void* src, size_t bytes);
@@ -60,6 +63,9 @@ class Window {
   void flush(int peer);
   // Earlier puts and atomics are performed before later ones (to every peer).
   void fence();
+  // Non-blocking flush(): starts one worker flush when UCX operations were issued since the
+  // last one, progresses, and returns true once it has completed (at once when none were).
+  bool try_flush();
 
   // Atomics on naturally aligned 32- or 64-bit words in a peer's window, through UCX.
   template <typename Word>
@@ -112,6 +118,8 @@ class Window {
   size_t local_size_ = 0;
   std::vector<Peer> peers_;
   bool all_mapped_ = false;
+  bool mapped_everywhere_ = false;
+  void* flushing_ = nullptr;  // the worker flush try_flush() started, or null
   bool closed_ = false;
 };
 

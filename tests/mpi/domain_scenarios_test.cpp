@@ -29,6 +29,7 @@ struct Handles {
   KernelHandle collective;   // params {kind, algorithm, root}: a collective of in into out
   KernelHandle reservation;  // params {operation}: the group_reservation kernel (scenario 8)
   KernelHandle affine;       // out = in * params[0] + params[1]
+  KernelHandle mpi_after;    // out[0] = MPI_Allreduce(in[0]) on the domain's mpi_comm()
 } g_h;
 
 const char* const kAlgorithms[] = {"onephase", "twophase", "ring", "bidirectional_ring", "ibing"};
@@ -126,6 +127,16 @@ void affine(TaskContext& t) {
   auto out = t.output<float>(2);
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = in[i] * params[0] + params[1];
+}
+
+// The program's own MPI calls on the domain's communicator, right after a collective kernel on
+// the same chips: MPI_Allreduce of in[0], then MPI_Barrier.
+void mpi_after(TaskContext& t) {
+  DomainContext& d = t.domain(2);
+  double local = t.input<float>(0)[0], sum = 0;
+  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, d.mpi_comm());
+  MPI_Barrier(d.mpi_comm());
+  t.output<double>(1)[0] = sum;
 }
 
 bool host() {
@@ -427,6 +438,65 @@ TEST(DomainScenarios, S24_OverlappingDomainsThenAffine) {
   }
 }
 
+// The progress rule in the DAG (docs/collectives.md): a kernel runs a collective on its
+// domain's communicator and returns; the next kernel on the same chips makes an MPI call on the
+// domain's mpi_comm(). Broadcasts from every root (streamed, pushed and staged sizes) and every
+// allreduce algorithm, many pairs in one run.
+TEST(DomainScenarios, ProgressRule_CollectiveKernelThenMpiKernel) {
+  const std::vector<int> workers = first_workers(4);
+  struct Pair {
+    Kind kind;
+    int algorithm;
+    int root;
+    size_t count;
+  };
+  std::vector<Pair> pairs;
+  for (size_t count : {size_t{1}, size_t{5}, size_t{1000}, size_t{4099}}) {
+    for (int root = 0; root < 4; ++root)
+      pairs.push_back({kBroadcast, 0, root, count});
+    for (int algorithm = 0; algorithm < 5; ++algorithm)
+      pairs.push_back({kAllreduce, algorithm, 0, count});
+  }
+  std::vector<double> sums;
+  g_worker->run([&](Orchestrator& orch) {
+    auto domain = orch.allocate_domain("progress", workers, 4096);
+    std::vector<Tensor> results;
+    std::vector<TaskHandle> finals;
+    for (size_t k = 0; k < pairs.size(); ++k) {
+      const Pair& pair = pairs[k];
+      auto params = int64s(orch, {pair.kind, pair.algorithm, pair.root});
+      std::vector<std::vector<TensorArg>> first, second;
+      for (size_t r = 0; r < workers.size(); ++r) {
+        auto in_r = floats(orch, pair.count, [&](size_t i) {
+          return static_cast<float>(r * 10 + k + i % 3);  // broadcast: the root's survives
+        });
+        auto out_r = orch.host_tensor<float>({pair.count});
+        results.push_back(orch.host_tensor<double>({1}));
+        first.push_back({in(params), in(in_r), out(out_r), domain_arg(domain)});
+        second.push_back({in(out_r), out(results.back()), domain_arg(domain)});
+      }
+      orch.submit_group(g_h.collective, first, workers);
+      finals.push_back(orch.submit_group(g_h.mpi_after, second, workers));
+    }
+    for (const TaskHandle& task : finals)
+      task.wait();
+    for (const Tensor& t : results)
+      sums.push_back(t.host<double>()[0]);
+  });
+  if (!host()) return;
+  ASSERT_EQ(sums.size(), pairs.size() * workers.size());
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const Pair& pair = pairs[k];
+    // Element 0 of each member's result: the root's input, or the sum of all inputs.
+    double expected = 0;
+    for (int r = 0; r < 4; ++r)
+      expected += pair.kind == kBroadcast ? pair.root * 10 + k : r * 10 + k;
+    expected *= pair.kind == kBroadcast ? 1 : 4;
+    for (size_t r = 0; r < workers.size(); ++r)
+      ASSERT_EQ(sums[k * workers.size() + r], expected) << "pair " << k << " member " << r;
+  }
+}
+
 }  // namespace
 }  // namespace rankflow::test
 
@@ -443,6 +513,7 @@ int main(int argc, char** argv) {
     g_h.collective = worker.register_kernel("collective", collective);
     g_h.reservation = worker.register_kernel("reservation", reservation);
     g_h.affine = worker.register_kernel("affine", affine);
+    g_h.mpi_after = worker.register_kernel("mpi_after", mpi_after);
     failed = run_all_tests_on(worker);
   }
   return failed;

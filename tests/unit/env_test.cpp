@@ -48,5 +48,19 @@ TEST(EnvTest, LogLevelsAndBindPolicies) {
   }
 }
 
+TEST(EnvTest, ProgressModes) {
+  EXPECT_EQ(parse_progress_mode("P", "caller"), ProgressMode::kCaller);
+  EXPECT_EQ(parse_progress_mode("P", "thread"), ProgressMode::kThread);
+  unsetenv("RANKFLOW_PROGRESS");
+  EXPECT_EQ(progress_mode(), ProgressMode::kCaller);
+  try {
+    parse_progress_mode("RANKFLOW_PROGRESS", "threads");
+    FAIL() << "threads is not a mode";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("RANKFLOW_PROGRESS='threads'"));
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("valid modes are caller, thread"));
+  }
+}
+
 }  // namespace
 }  // namespace rankflow::env
