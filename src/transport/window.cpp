@@ -204,21 +204,19 @@ void Window::get(int peer, size_t offset, void* dst, size_t bytes) {
   target.dirty = true;
 }
 
+// Flushes go endpoint by endpoint, to the peers this window issued operations to since the
+// last flush: a worker flush would also wait for replies owed by unrelated ranks (another
+// window's peers), which may be sitting in MPI with a reply still queued (docs/collectives.md).
 void Window::flush() {
   if (closed_) return;
-  if (flushing_ != nullptr) {
-    context_->ucx_wait(static_cast<ucs_status_ptr_t>(std::exchange(flushing_, nullptr)),
-                       "flush of window '" + name_ + "'");
+  while (!try_flush()) {
+    // Blocking form: every started endpoint flush is awaited in turn, with the timeout.
+    while (!flushing_.empty()) {
+      void* request = flushing_.back();
+      flushing_.pop_back();
+      context_->ucx_wait(static_cast<ucs_status_ptr_t>(request), "flush of window '" + name_ + "'");
+    }
   }
-  bool any = false;
-  for (Peer& peer : peers_)
-    any = std::exchange(peer.dirty, false) || any;
-  if (any) {
-    ucp_request_param_t param{};
-    context_->ucx_wait(ucp_worker_flush_nbx(context_->worker(), &param),
-                       "flush of window '" + name_ + "'");
-  }
-  std::atomic_thread_fence(std::memory_order_seq_cst);
 }
 
 void Window::flush(int peer) {
@@ -233,22 +231,28 @@ void Window::flush(int peer) {
 
 bool Window::try_flush() {
   if (closed_) return true;
-  if (flushing_ == nullptr) {
-    bool any = false;
-    for (Peer& peer : peers_)
-      any = std::exchange(peer.dirty, false) || any;
-    if (!any) return true;
-    ucp_request_param_t param{};
-    ucs_status_ptr_t request = ucp_worker_flush_nbx(context_->worker(), &param);
-    if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "flush of '" + name_ + "'");
-    if (request == nullptr) return true;
-    flushing_ = request;
+  if (flushing_.empty()) {
+    for (Peer& peer : peers_) {
+      if (!std::exchange(peer.dirty, false)) continue;
+      ucp_request_param_t param{};
+      ucs_status_ptr_t request = ucp_ep_flush_nbx(peer.ep, &param);
+      if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "flush of '" + name_ + "'");
+      if (request != nullptr) flushing_.push_back(request);
+    }
+    if (flushing_.empty()) {
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      return true;
+    }
   }
   context_->progress();
-  const ucs_status_t status = ucp_request_check_status(static_cast<ucs_status_ptr_t>(flushing_));
-  if (status == UCS_INPROGRESS) return false;
-  ucp_request_free(static_cast<ucs_status_ptr_t>(std::exchange(flushing_, nullptr)));
-  check_ucs(status, "flush of window '" + name_ + "'");
+  while (!flushing_.empty()) {
+    auto* request = static_cast<ucs_status_ptr_t>(flushing_.back());
+    const ucs_status_t status = ucp_request_check_status(request);
+    if (status == UCS_INPROGRESS) return false;
+    ucp_request_free(request);
+    flushing_.pop_back();
+    check_ucs(status, "flush of window '" + name_ + "'");
+  }
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return true;
 }

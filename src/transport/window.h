@@ -63,8 +63,8 @@ class Window {
   void flush(int peer);
   // Earlier puts and atomics are performed before later ones (to every peer).
   void fence();
-  // Non-blocking flush(): starts one worker flush when UCX operations were issued since the
-  // last one, progresses, and returns true once it has completed (at once when none were).
+  // Non-blocking flush(): starts a flush of every endpoint this window issued UCX operations to
+  // since the last one, progresses, and returns true once they completed (at once when none).
   bool try_flush();
 
   // Atomics on naturally aligned 32- or 64-bit words in a peer's window, through UCX.
@@ -119,7 +119,7 @@ class Window {
   std::vector<Peer> peers_;
   bool all_mapped_ = false;
   bool mapped_everywhere_ = false;
-  void* flushing_ = nullptr;  // the worker flush try_flush() started, or null
+  std::vector<void*> flushing_;  // the endpoint flushes try_flush() started
   bool closed_ = false;
 };
 
