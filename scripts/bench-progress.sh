@@ -14,16 +14,18 @@ baseline=""
 if [ "${1:-}" = "--baseline" ]; then baseline=$2; shift 2; fi
 rounds=${ROUNDS:-1}
 
-# run <label> <bench binary> <env...>: prints "label tls mode buffers collective size rf mpi ratio"
+# run <label> <bench> <tls> <mode> <buffers> [bench options]: prints "label tls mode buffers collective size rf mpi ratio"
 run() {
   local label=$1 bench=$2 tls=$3 mode=$4 buffers=$5
+  shift 5
   local env=(RANKFLOW_PROGRESS="$mode")
   [ "$tls" = tcp ] && env+=(UCX_TLS=tcp,self)
   for size in 4 1M; do
     env "${env[@]}" mpirun -n 2 --bind-to core "$bench" --coll allreduce,broadcast \
       --buffers "$buffers" --min-bytes "$size" --max-bytes "$size" "$@" 2>/dev/null |
       awk -v l="$label" -v t="$tls" -v m="$mode" -v b="$buffers" \
-        '!/^#/ && NF > 10 { printf "%-9s %-4s %-7s %-10s %-10s %9s %9.2f %9.2f %7.2f\n", l, t, m, b, $1, $3, $8, $18, $21 }'
+        '!/^#/ && NF > 10 { printf "%-9s %-4s %-7s %-10s %-10s %9s %9.2f %9.2f %7.2f\n", l, t, m, b, $1, $3, $8, $18, $21 }' ||
+      echo "$label $tls $mode $buffers: the run at $size B failed"
   done
 }
 

@@ -158,7 +158,7 @@ class CommunicatorImpl {
       RequestState& state = blocking_;
       state.allocation.reset();
       state.copy_bytes = 0;
-      state.finished = false;
+      state.finished.store(false, std::memory_order_relaxed);
       prepare(state);
       complete(state);
       state.task = coll::CollTask();
