@@ -124,7 +124,6 @@ class CollContext {
 
   // Root: `sequence` went to `peer` as a broadcast, acknowledged later with kBroadcastAck.
   void pushed_broadcast(int peer, uint64_t sequence) { unacked_[peer].push_back(sequence); }
-  uint64_t signal_value(uint32_t slot) const { return team_.signal_value(slot); }
 
   // Drives `task` to completion, then its closing unless eager(): progresses the transport
   // while it waits and ends in a Timeout naming the operation, this rank, the peer and the

@@ -1,4 +1,5 @@
-// rankflow/team.h: the primitive interface collectives, channels and MoE are written against.
+// rankflow/team.h: the primitive interface the collectives and the DAG runtime's chip links are
+// written against (and what channels and MoE will be).
 //
 // A Team is a set of ranks (a communication domain seen from one member, or a library-mode
 // communicator) sharing a symmetric window: named buffers at the same offsets on every member,

@@ -268,8 +268,6 @@ class CommunicatorImpl {
     }
   }
 
-  std::shared_ptr<transport::Context> context() const { return context_; }
-
   const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes) const {
     return coll::select_allreduce(requested, bytes, size_, overrides_);
   }

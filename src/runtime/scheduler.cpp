@@ -1,5 +1,8 @@
 // Scheduler (see scheduler.h). submit() runs on the main thread, loop() on the scheduler thread,
-// sub_worker() on each sub-worker thread; all graph state is under mutex_.
+// sub_worker() on each sub-worker thread. The graph (live tasks, ready queues, the dependency
+// tracker, in_flight_, completed_ counts, run state) is under mutex_. The descriptor outbox and
+// the posts to the chips' rings (post(), the ring reads in collect()) run on the scheduler
+// thread alone, outside the lock; progress_marker_ is atomic.
 #include "runtime/scheduler.h"
 
 #include <sched.h>
@@ -39,7 +42,6 @@ Scheduler::Scheduler(WorkerImpl& worker) : worker_(worker), chips_(worker.chips(
   host_arena_ = RangeAllocator(worker_.options().host_arena_bytes);
   chip_ready_.resize(chips_);
   in_flight_.assign(chips_, std::vector<std::shared_ptr<TaskState>>(kRingSlots));
-  in_flight_member_.assign(chips_, std::vector<size_t>(kRingSlots, 0));
   posted_.assign(chips_, 0);
   completed_.assign(chips_, 0);
   outbox_.assign(chips_, std::vector<TaskDesc>(kRingSlots));
@@ -310,7 +312,6 @@ bool Scheduler::dispatch() {
         task->status = TaskStatus::kRunning;
         const uint64_t slot = posted_[c]++ % kRingSlots;
         in_flight_[c][slot] = task;
-        in_flight_member_[c][slot] = 0;
         to_post.emplace_back(std::move(task), 0, slot);
       }
     }
@@ -338,7 +339,6 @@ void Scheduler::launch_groups(
       const int c = group->workers[m];
       const uint64_t slot = posted_[c]++ % kRingSlots;
       in_flight_[c][slot] = group;
-      in_flight_member_[c][slot] = m;
       out.emplace_back(group, m, slot);
     }
   }
@@ -511,7 +511,6 @@ void Scheduler::post_end_of_run(int chip) {
       });
   const uint64_t slot = posted_[chip]++ % kRingSlots;
   in_flight_[chip][slot] = nullptr;
-  in_flight_member_[chip][slot] = 0;
   TaskDesc& desc = outbox_[chip][slot];
   desc = TaskDesc{};
   desc.kind = DescKind::kEndRun;

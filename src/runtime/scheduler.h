@@ -163,7 +163,6 @@ class Scheduler {
   std::deque<std::shared_ptr<TaskState>> group_ready_;  // head reserves its workers
   std::deque<std::shared_ptr<TaskState>> sub_ready_;
   std::vector<std::vector<std::shared_ptr<TaskState>>> in_flight_;  // [chip][slot]
-  std::vector<std::vector<size_t>> in_flight_member_;               // [chip][slot]
   std::vector<uint64_t> posted_;                                    // descriptors posted per chip
   std::vector<uint64_t> completed_;                                 // completions read per chip
   std::vector<std::vector<TaskDesc>> outbox_;  // [chip][slot], the source of each post

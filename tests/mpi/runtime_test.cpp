@@ -4,10 +4,12 @@
 // dependency shows up as a wrong value, not as luck.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
@@ -328,8 +330,15 @@ std::string read_file(const std::string& path) {
   return text.str();
 }
 
+// A file in this run's temporary directory (tests never write into the source tree).
+std::string scratch_file(const std::string& name) {
+  return (std::filesystem::temp_directory_path() /
+          ("rankflow-runtime-test-" + std::to_string(getppid()) + "-" + name))
+      .string();
+}
+
 TEST(RuntimeTest, DotDumpAndTraceShowTasksAndEdges) {
-  const std::string dot = "runtime_test_graph.dot";
+  const std::string dot = scratch_file("graph.dot");
   std::string graph;
   g_worker->run([&](Orchestrator& orch) {
     auto x = orch.host_tensor<float>({8});
@@ -432,7 +441,9 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   using namespace rankflow::test;
   int failed = 0;
-  setenv("RANKFLOW_TRACE", "runtime_test_trace.json", 0);  // read by the host at init
+  // Read by the host at init; every rank names the same file (mpirun is their parent).
+  const std::string trace = rankflow::test::scratch_file("trace.json");
+  setenv("RANKFLOW_TRACE", trace.c_str(), 0);
   {
     rankflow::Worker worker(argc, argv, {.num_sub_workers = 2});
     g_worker = &worker;
@@ -450,5 +461,7 @@ int main(int argc, char** argv) {
     EXPECT_THROW(worker.run([](rankflow::Orchestrator&) {}), rankflow::InvalidState);
     worker.close();  // twice is fine
   }
+  std::remove(trace.c_str());
+  std::remove(rankflow::test::scratch_file("graph.dot").c_str());
   return failed;
 }
