@@ -6,10 +6,14 @@
 // 2. Runs of N independent no-op tasks on one chip, N = 1..256: marginal time per task.
 // 3. A chain of 256 dependent no-op tasks alternating between two chip workers (one if only one
 //    chip): time per task.
+// 4. Dependency inference at scale, n = 1k, 10k, 100k tasks on views of one allocation: each
+//    task writes its own element; each writes its own row block of a 2-D tensor; a chain where
+//    task i reads element i and writes element i+1. Time per task: flat when inference is.
 // Medians over batches, beside the reference L3 runtime's published figures.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -64,6 +68,50 @@ int main(int argc, char** argv) {
                                        orch.submit(noop, {rankflow::inout(token)}, i % chips);
                                    }) /
                          256;
+    // Dependency inference at scale: one run of n tasks on views of one tensor, per task.
+    struct ScaleCase {
+      const char* name;
+      std::function<void(rankflow::Orchestrator&, int)> body;
+    };
+    const std::vector<ScaleCase> scale_cases = {
+        {"tasks writing one element each",
+         [&](rankflow::Orchestrator& orch, int n) {
+           auto t = orch.host_tensor<float>({static_cast<size_t>(n)});
+           for (int i = 0; i < n; ++i)
+             orch.submit(noop, {rankflow::out(t.slice(0, i, i + 1))}, 0);
+         }},
+        {"tasks writing one row block each",
+         [&](rankflow::Orchestrator& orch, int n) {
+           auto t = orch.host_tensor<float>({static_cast<size_t>(n), 4});
+           for (int i = 0; i < n; ++i)
+             orch.submit(noop, {rankflow::out(t.rows(i, 1))}, 0);
+         }},
+        {"chain: read element i, write element i+1",
+         [&](rankflow::Orchestrator& orch, int n) {
+           auto t = orch.host_tensor<float>({static_cast<size_t>(n) + 1});
+           for (int i = 0; i < n; ++i) {
+             orch.submit(
+                 noop,
+                 {rankflow::in(t.slice(0, i, i + 1)), rankflow::out(t.slice(0, i + 1, i + 2))},
+                 i % chips);
+           }
+         }},
+    };
+    std::vector<std::vector<double>> scale(scale_cases.size());
+    const std::vector<int> scale_sizes =
+        quick ? std::vector<int>{1000, 10000} : std::vector<int>{1000, 10000, 100000};
+    for (size_t c = 0; c < scale_cases.size(); ++c) {
+      for (int n : scale_sizes) {
+        std::vector<double> samples;
+        for (int b = 0; b < 3; ++b) {
+          const auto start = Clock::now();
+          worker.run([&](rankflow::Orchestrator& orch) { scale_cases[c].body(orch, n); });
+          samples.push_back(
+              std::chrono::duration<double, std::micro>(Clock::now() - start).count() / n);
+        }
+        scale[c].push_back(median(samples));
+      }
+    }
     if (worker.is_host()) {
       const double marginal = (independent.back().second - independent.front().second) /
                               (independent.back().first - independent.front().first);
@@ -84,6 +132,17 @@ int main(int argc, char** argv) {
           ("256-task chain over " + std::to_string(std::min(chips, 2)) + " chip(s), per task")
               .c_str(),
           chain);
+      std::printf("# dependency inference at scale, time per task (medians of 3 runs)\n");
+      std::printf("%-44s", "measure");
+      for (int n : scale_sizes)
+        std::printf(" %9s", ("n=" + std::to_string(n)).c_str());
+      std::printf("\n");
+      for (size_t c = 0; c < scale_cases.size(); ++c) {
+        std::printf("%-44s", scale_cases[c].name);
+        for (double us : scale[c])
+          std::printf(" %6.2f us", us);
+        std::printf("\n");
+      }
     }
     worker.close();
     return 0;

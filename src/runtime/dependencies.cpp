@@ -64,24 +64,62 @@ bool overlaps(const ByteUse& a, const ByteUse& b) {
   return true;
 }
 
+template <typename Visit>
+void DependencyTracker::BufferRecords::for_each_candidate(const ByteUse& use, Visit&& visit) const {
+  if (!contiguous_.empty()) {
+    // A record overlaps [begin, end) only if it starts before `end` and ends after `begin`; no
+    // record is longer than the longest, so none starting at or before begin - longest can.
+    const size_t longest = *lengths_.rbegin();
+    const size_t from = use.begin >= longest ? use.begin - longest + 1 : 0;
+    for (auto it = contiguous_.lower_bound(from); it != contiguous_.end() && it->first < use.end;
+         ++it) {
+      visit(it->second);
+    }
+  }
+  for (const Record& r : strided_)
+    visit(r);
+}
+
+void DependencyTracker::BufferRecords::erase_covered_by(const ByteUse& write) {
+  for (auto it = contiguous_.lower_bound(write.begin);
+       it != contiguous_.end() && it->first <= write.end;) {
+    if (covers(write, it->second.use)) {
+      lengths_.erase(lengths_.find(it->second.use.end - it->second.use.begin));
+      it = contiguous_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  strided_.erase(std::remove_if(strided_.begin(), strided_.end(),
+                                [&](const Record& r) { return covers(write, r.use); }),
+                 strided_.end());
+}
+
+void DependencyTracker::BufferRecords::add(uint64_t task, const ByteUse& use) {
+  if (use.layout.ndim != 0) {
+    strided_.push_back({task, use});
+    return;
+  }
+  contiguous_.emplace(use.begin, Record{task, use});
+  lengths_.insert(use.end - use.begin);
+}
+
 std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses) {
   std::vector<uint64_t> before;
   for (const ByteUse& use : uses) {
-    for (const Record& r : by_buffer_[use.buffer]) {
-      if (r.task == task || !overlaps(r.use, use)) continue;
+    auto found = by_buffer_.find(use.buffer);
+    if (found == by_buffer_.end()) continue;
+    found->second.for_each_candidate(use, [&](const Record& r) {
+      if (r.task == task || !overlaps(r.use, use)) return;
       if (r.use.writes || use.writes) before.push_back(r.task);  // RAW, WAW, WAR
-    }
+    });
   }
   for (const ByteUse& use : uses) {
-    auto& records = by_buffer_[use.buffer];
+    BufferRecords& records = by_buffer_[use.buffer];
     // A write that covers a record depends on that record's task, so every later task that
     // would depend on it through these bytes depends on the write instead: the record can go.
-    if (use.writes) {
-      records.erase(std::remove_if(records.begin(), records.end(),
-                                   [&](const Record& r) { return covers(use, r.use); }),
-                    records.end());
-    }
-    records.push_back({task, use});
+    if (use.writes && use.layout.ndim == 0) records.erase_covered_by(use);
+    records.add(task, use);
   }
   std::sort(before.begin(), before.end());
   before.erase(std::unique(before.begin(), before.end()), before.end());

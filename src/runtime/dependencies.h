@@ -8,6 +8,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -51,7 +53,26 @@ class DependencyTracker {
     uint64_t task;
     ByteUse use;
   };
-  std::unordered_map<uint64_t, std::vector<Record>> by_buffer_;
+  // The records of one buffer. Contiguous ones sit in an interval index by first byte, so a
+  // use finds the records its range may touch in O(log n + k) instead of scanning every
+  // earlier view of the allocation; strided ones (their bounding ranges can span the whole
+  // buffer) are compared one by one, as before.
+  class BufferRecords {
+   public:
+    // Calls `visit(record)` for every record whose bytes may overlap `use`'s bounding range
+    // (a superset of those that overlaps() accepts).
+    template <typename Visit>
+    void for_each_candidate(const ByteUse& use, Visit&& visit) const;
+    // Removes every record that the contiguous write `write` covers (see covers()).
+    void erase_covered_by(const ByteUse& write);
+    void add(uint64_t task, const ByteUse& use);
+
+   private:
+    std::multimap<size_t, Record> contiguous_;  // by use.begin
+    std::multiset<size_t> lengths_;             // end - begin of each contiguous record
+    std::vector<Record> strided_;
+  };
+  std::unordered_map<uint64_t, BufferRecords> by_buffer_;
 };
 
 // Throws InvalidArgument when two arguments of one task conflict: two written ranges overlap,
