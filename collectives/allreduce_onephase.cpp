@@ -37,13 +37,7 @@ CollTask pushed(CollContext& c, AllreduceArgs a) {
     co_return;
   }
   std::byte* acc = c.scratch(a.count * r.acc_size);
-  for (int p = 0; p < c.size(); ++p) {
-    if (p == 0) {
-      r.load(acc, input(p), a.count);
-    } else {
-      r.accumulate(acc, input(p), a.count);
-    }
-  }
+  accumulate_inputs(r, acc, a.count, c.size(), input);
   r.store(dst, acc, a.count);
 }
 
@@ -75,15 +69,9 @@ CollTask read_in_place(CollContext& c, AllreduceArgs a) {
       r.reduce2(pair_out + first * r.elem_size, in0, in1, n);
       continue;
     }
-    std::byte* acc = acc_all + first * r.acc_size;
-    for (int p = 0; p < c.size(); ++p) {
-      const std::byte* in = c.read(p, a.src + first * r.elem_size, n * r.elem_size, fallback);
-      if (p == 0) {
-        r.load(acc, in, n);
-      } else {
-        r.accumulate(acc, in, n);
-      }
-    }
+    accumulate_inputs(r, acc_all + first * r.acc_size, n, c.size(), [&](int p) {
+      return c.read(p, a.src + first * r.elem_size, n * r.elem_size, fallback);
+    });
   }
   for (int d = 1; d < c.size(); ++d)
     c.notify(c.peer(d), Purpose::kDone);

@@ -51,16 +51,11 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
   }
   std::byte* acc = c.scratch(mine.count * r.acc_size);
   std::byte* fallback = c.scratch2(mine.count * es);
-  for (int p = 0; p < n; ++p) {
-    const std::byte* in = p == c.rank() && a.src_ptr
-                              ? a.src_ptr + mine.begin * es
-                              : c.read(p, a.src + mine.begin * es, mine.count * es, fallback);
-    if (p == 0) {
-      r.load(acc, in, mine.count);
-    } else {
-      r.accumulate(acc, in, mine.count);
-    }
-  }
+  accumulate_inputs(r, acc, mine.count, n, [&](int p) {
+    return p == c.rank() && a.src_ptr
+               ? a.src_ptr + mine.begin * es
+               : c.read(p, a.src + mine.begin * es, mine.count * es, fallback);
+  });
   r.store(c.local(a.dst + mine.begin * es), acc, mine.count);
   if (deliver)
     deliver_block(c, a.dst + mine.begin * es, c.local(a.dst + mine.begin * es), mine.count * es);

@@ -27,6 +27,16 @@ struct Reducer {
   void (*reduce2)(void* out, const void* a, const void* b, size_t n);
 };
 
+// The reduction kernel every mesh algorithm shares: acc = input(0) op input(1) op ... op
+// input(members - 1), `count` elements in the accumulator type. `input(p)` returns member p's
+// elements; it is called once per member, in order, right before they are read.
+template <typename Input>
+void accumulate_inputs(const Reducer& r, void* acc, size_t count, int members, Input&& input) {
+  r.load(acc, input(0), count);
+  for (int p = 1; p < members; ++p)
+    r.accumulate(acc, input(p), count);
+}
+
 // Throws InvalidArgument for a combination rankflow does not support.
 const Reducer& reducer(DType dtype, ReduceOp op);
 

@@ -20,14 +20,8 @@ CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t coun
     co_await c.await(c.peer(-d), Purpose::kReady);
   std::byte* acc = c.scratch(count * r.acc_size);
   std::byte* fallback = c.scratch2(block);
-  for (int p = 0; p < c.size(); ++p) {
-    const std::byte* in = c.read(p, mine, block, fallback);
-    if (p == 0) {
-      r.load(acc, in, count);
-    } else {
-      r.accumulate(acc, in, count);
-    }
-  }
+  accumulate_inputs(r, acc, count, c.size(),
+                    [&](int p) { return c.read(p, mine, block, fallback); });
   c.notify_all(Purpose::kDone);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), Purpose::kDone);

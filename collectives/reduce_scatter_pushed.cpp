@@ -30,9 +30,7 @@ CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte*
     co_return;
   }
   std::byte* acc = c.scratch(count * r.acc_size);
-  r.load(acc, input(0), count);
-  for (int p = 1; p < c.size(); ++p)
-    r.accumulate(acc, input(p), count);
+  accumulate_inputs(r, acc, count, c.size(), input);
   r.store(recv, acc, count);
 }
 
