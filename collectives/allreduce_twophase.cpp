@@ -101,14 +101,6 @@ void gather_parts(CollContext& c, const AllreduceArgs& a) {
 
 }  // namespace
 
-bool writes_dst_ptr(CollTask (*run)(CollContext&, AllreduceArgs)) {
-  return run == &allreduce_onephase || run == &allreduce_twophase;
-}
-
-bool stages_src_ptr(CollTask (*run)(CollContext&, AllreduceArgs)) {
-  return run == &allreduce_twophase;
-}
-
 CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   const size_t es = r.elem_size;

@@ -23,11 +23,6 @@ struct AllreduceArgs {
   std::byte* dst_ptr = nullptr;
 };
 
-// True when `run` writes the result to AllreduceArgs::dst_ptr itself.
-bool writes_dst_ptr(CollTask (*run)(CollContext&, AllreduceArgs));
-// True when `run` stages the input itself from AllreduceArgs::src_ptr (only what peers read).
-bool stages_src_ptr(CollTask (*run)(CollContext&, AllreduceArgs));
-
 // True when onephase pushes the message through the low-latency inbox (flag and data in one
 // message, one round, any local memory for src and dst).
 bool onephase_pushes(const CollContext& c, size_t bytes);

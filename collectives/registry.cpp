@@ -10,14 +10,18 @@
 namespace rankflow::coll {
 namespace {
 
+//  name, run, summary, label, writes_dst, stages_src, pushes
 constexpr AllreduceAlgorithm kAllreduce[] = {
-    {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)"},
+    {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)",
+     true, false, &onephase_pushes},
     {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
-     "allreduce(twophase)"},
-    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring", "allreduce(ring)"},
+     "allreduce(twophase)", true, true, nullptr},
+    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring", "allreduce(ring)",
+     false, false, nullptr},
     {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
-     "allreduce(bidirectional_ring)"},
-    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)"},
+     "allreduce(bidirectional_ring)", false, false, nullptr},
+    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)",
+     false, false, nullptr},
 };
 
 std::string valid_names() {

@@ -15,11 +15,19 @@ namespace rankflow::coll {
 
 using AllreduceFn = CollTask (*)(CollContext&, AllreduceArgs);
 
+// One entry of the table: the algorithm and what it can do, so callers choose by capability.
 struct AllreduceAlgorithm {
   std::string_view name;
   AllreduceFn run;
   std::string_view summary;
   const char* label;  // "allreduce(<name>)", as diagnostics name it
+  // Writes the result to AllreduceArgs::dst_ptr itself (no copy out of the staging window).
+  bool writes_dst;
+  // Stages the input from AllreduceArgs::src_ptr itself, only the parts peers read.
+  bool stages_src;
+  // Non-null when small messages skip the window: true for sizes it pushes straight from and
+  // into the caller's memory (nothing staged, any memory).
+  bool (*pushes)(const CollContext& c, size_t bytes);
 };
 
 std::span<const AllreduceAlgorithm> allreduce_algorithms();

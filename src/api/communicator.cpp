@@ -374,20 +374,19 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const size_t bytes = checked_bytes(count, dtype, 1, "allreduce");
   const coll::AllreduceAlgorithm& chosen = impl.select_allreduce(algorithm, bytes);
   return impl.launch(blocking, [&](RequestState& state) {
-    const bool pushes =
-        chosen.run == &coll::allreduce_onephase && coll::onephase_pushes(impl.staging(), bytes);
+    const bool pushes = chosen.pushes != nullptr && chosen.pushes(impl.staging(), bytes);
     if (pushes) {  // small: straight from and into the caller's memory (any), nothing staged
       const auto* src = static_cast<const std::byte*>(send);
       auto* dst = static_cast<std::byte*>(recv);
       impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
-        return coll::allreduce_onephase(c, {0, 0, count, &reducer, src, dst});
+        return chosen.run(c, {0, 0, count, &reducer, src, dst});
       });
       return;
     }
     // Onephase and twophase write the caller's recv themselves: no copy-out from staging.
     // Twophase also stages the caller's send itself, only the parts that peers read.
-    const bool direct_out = coll::writes_dst_ptr(chosen.run);
-    const bool direct_in = coll::stages_src_ptr(chosen.run);
+    const bool direct_out = chosen.writes_dst;
+    const bool direct_in = chosen.stages_src;
     const auto* src_ptr = static_cast<const std::byte*>(send);
     impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, !direct_in, !direct_out,
                       [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
