@@ -18,9 +18,9 @@ CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_by
     if (out != c.local(src)) std::memmove(out, c.local(src), block_bytes);
     co_return;
   }
-  c.notify_all(Purpose::kReady);
+  c.notify_all(kReady);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kReady);
+    co_await c.await(c.peer(-d), kReady);
   std::byte* staging = in_place ? c.scratch(block_bytes * n) : nullptr;
   for (int p = 0; p < n; ++p) {
     std::byte* out = out_ptr != nullptr ? out_ptr + p * block_bytes
@@ -29,9 +29,9 @@ CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_by
     c.fetch(p, src + me * block_bytes, out, block_bytes);
   }
   c.complete_fetches();
-  c.notify_all(Purpose::kDone);
+  c.notify_all(kDone);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kDone);
+    co_await c.await(c.peer(-d), kDone);
   if (in_place) std::memcpy(c.local(dst), staging, block_bytes * n);
 }
 

@@ -14,11 +14,11 @@ CollTask allgather_mesh(CollContext& c, size_t src, size_t dst, size_t count, si
   const size_t me = static_cast<size_t>(c.rank());
   std::byte* result = out != nullptr ? out : c.local(dst);
   if (block == 0) co_return;
-  if (c.size() > 1) c.notify_all(Purpose::kReady);
+  if (c.size() > 1) c.notify_all(kReady);
   if (result + me * block != c.local(src)) std::memmove(result + me * block, c.local(src), block);
   if (c.size() == 1) co_return;
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kReady);
+    co_await c.await(c.peer(-d), kReady);
   // In place, each member's input is its own block of dst; otherwise src, the same everywhere.
   const bool in_place = out == nullptr && src == dst + me * block;
   for (int d = 1; d < c.size(); ++d) {
@@ -26,9 +26,9 @@ CollTask allgather_mesh(CollContext& c, size_t src, size_t dst, size_t count, si
     c.fetch(c.peer(d), in_place ? dst + p * block : src, result + p * block, block);
   }
   c.complete_fetches();
-  c.notify_all(Purpose::kDone);
+  c.notify_all(kDone);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kDone);
+    co_await c.await(c.peer(-d), kDone);
 }
 
 }  // namespace rankflow::coll

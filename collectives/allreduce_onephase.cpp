@@ -44,9 +44,9 @@ CollTask pushed(CollContext& c, AllreduceArgs a) {
 CollTask read_in_place(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   for (int d = 1; d < c.size(); ++d)
-    c.notify(c.peer(d), Purpose::kReady);
+    c.notify(c.peer(d), kReady);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kReady);
+    co_await c.await(c.peer(-d), kReady);
   // Peers read our input until they say done, so in place (or with an f32 accumulator) the
   // result is built in scratch and written out at the end.
   // The result goes to a.dst_ptr (the caller's memory) when given, else to dst in the window.
@@ -74,9 +74,9 @@ CollTask read_in_place(CollContext& c, AllreduceArgs a) {
     });
   }
   for (int d = 1; d < c.size(); ++d)
-    c.notify(c.peer(d), Purpose::kDone);
+    c.notify(c.peer(d), kDone);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kDone);
+    co_await c.await(c.peer(-d), kDone);
   if (!direct_into_dst) r.store(out, acc_all, a.count);
 }
 

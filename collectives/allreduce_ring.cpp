@@ -21,10 +21,16 @@
 namespace rankflow::coll {
 namespace {
 
+// Each lane's own signals: "chunk ready" downstream, "chunk consumed" (credit) upstream.
+const SignalKind kForward("ring.forward");
+const SignalKind kForwardCredit("ring.forward_credit");
+const SignalKind kBackward("ring.backward");
+const SignalKind kBackwardCredit("ring.backward_credit");
+
 struct Lane {
   int dir;  // +1: read from rank-1; -1: read from rank+1
-  Purpose ready;
-  Purpose credit;
+  const SignalKind* ready;
+  const SignalKind* credit;
   std::vector<Segment> chunks;  // P chunks, in elements
 };
 
@@ -39,20 +45,20 @@ CollTask run_lanes(CollContext& c, AllreduceArgs a, std::vector<Lane> lanes) {
   const int n = c.size();
   if (n == 1 || a.count == 0) co_return;
   for (const Lane& lane : lanes)
-    c.notify(c.peer(lane.dir), lane.ready);
+    c.notify(c.peer(lane.dir), *lane.ready);
   // Reduce-scatter: fold the upstream neighbour's partial chunk into ours.
   for (int s = 0; s < n - 1; ++s) {
     for (const Lane& lane : lanes) {
       const int left = c.peer(-lane.dir);
       const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * (s + 1), n)];
-      co_await c.await(left, lane.ready);
+      co_await c.await(left, *lane.ready);
       if (chunk.count > 0) {
         const size_t offset = a.dst + chunk.begin * es;
         std::byte* fallback = c.scratch2(chunk.count * es);
         r.combine(c.local(offset), c.read(left, offset, chunk.count * es, fallback), chunk.count);
       }
-      c.notify(left, lane.credit);
-      c.notify(c.peer(lane.dir), lane.ready);
+      c.notify(left, *lane.credit);
+      c.notify(c.peer(lane.dir), *lane.ready);
     }
   }
   // Allgather: copy each finished chunk from upstream, once downstream has read ours.
@@ -60,21 +66,21 @@ CollTask run_lanes(CollContext& c, AllreduceArgs a, std::vector<Lane> lanes) {
     for (const Lane& lane : lanes) {
       const int left = c.peer(-lane.dir);
       const Segment chunk = lane.chunks[mod(c.rank() - lane.dir * s, n)];
-      co_await c.await(c.peer(lane.dir), lane.credit);
-      co_await c.await(left, lane.ready);
+      co_await c.await(c.peer(lane.dir), *lane.credit);
+      co_await c.await(left, *lane.ready);
       if (chunk.count > 0) {
         const size_t offset = a.dst + chunk.begin * es;
         c.fetch(left, offset, c.local(offset), chunk.count * es);
         c.complete_fetches();
       }
-      c.notify(left, lane.credit);
-      if (s < n - 2) c.notify(c.peer(lane.dir), lane.ready);
+      c.notify(left, *lane.credit);
+      if (s < n - 2) c.notify(c.peer(lane.dir), *lane.ready);
     }
   }
   // Nobody may still be reading our dst when we return.
   for (const Lane& lane : lanes) {
     for (int i = 0; i < n - 1; ++i)
-      co_await c.await(c.peer(lane.dir), lane.credit);
+      co_await c.await(c.peer(lane.dir), *lane.credit);
   }
 }
 
@@ -91,23 +97,23 @@ std::vector<Segment> contiguous_chunks(size_t first, size_t count, int n) {
 }  // namespace
 
 CollTask allreduce_ring(CollContext& c, AllreduceArgs a) {
-  return run_lanes(
-      c, a, {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, a.count, c.size())}});
+  return run_lanes(c, a,
+                   {{+1, &kForward, &kForwardCredit, contiguous_chunks(0, a.count, c.size())}});
 }
 
 CollTask allreduce_bidirectional_ring(CollContext& c, AllreduceArgs a) {
   const size_t half = a.count / 2;
-  return run_lanes(c, a,
-                   {{+1, Purpose::kFwd, Purpose::kFwdCredit, contiguous_chunks(0, half, c.size())},
-                    {-1, Purpose::kBwd, Purpose::kBwdCredit,
-                     contiguous_chunks(half, a.count - half, c.size())}});
+  return run_lanes(
+      c, a,
+      {{+1, &kForward, &kForwardCredit, contiguous_chunks(0, half, c.size())},
+       {-1, &kBackward, &kBackwardCredit, contiguous_chunks(half, a.count - half, c.size())}});
 }
 
 CollTask allreduce_ibing(CollContext& c, AllreduceArgs a) {
   // 2P interleaved chunks: even ones travel forward, odd ones backward.
   const int n = c.size();
-  Lane forward{+1, Purpose::kFwd, Purpose::kFwdCredit, {}};
-  Lane backward{-1, Purpose::kBwd, Purpose::kBwdCredit, {}};
+  Lane forward{+1, &kForward, &kForwardCredit, {}};
+  Lane backward{-1, &kBackward, &kBackwardCredit, {}};
   for (int i = 0; i < 2 * n; ++i) {
     (i % 2 == 0 ? forward : backward).chunks.push_back(partition(a.count, 2 * n, i));
   }

@@ -115,15 +115,15 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   // parts of the window, so only the last needs the final kDone.
   const int n = c.size();
   if (!a.src_ptr && !a.dst_ptr) {  // symmetric: the owners deliver the parts
-    c.notify_all(Purpose::kReady);
+    c.notify_all(kReady);
     for (int d = 1; d < n; ++d)
-      co_await c.await(c.peer(-d), Purpose::kReady);
+      co_await c.await(c.peer(-d), kReady);
     const Segment mine = partition(a.count, n, c.rank());
     if (mine.count > 0) reduce_part(c, a, mine, true);
-    c.complete_fetches();            // puts where peers are not mapped
-    c.notify_all(Purpose::kReady2);  // your part is in your dst; I have read your input
+    c.complete_fetches();   // puts where peers are not mapped
+    c.notify_all(kReady2);  // your part is in your dst; I have read your input
     for (int d = 1; d < n; ++d)
-      co_await c.await(c.peer(-d), Purpose::kReady2);
+      co_await c.await(c.peer(-d), kReady2);
     co_return;
   }
   const size_t segment = std::max<size_t>(1, segment_bytes(a) / es);
@@ -135,21 +135,21 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     if (s.src_ptr) s.src_ptr += first * es;
     if (s.dst_ptr) s.dst_ptr += first * es;
     if (s.src_ptr) stage_for_peers(c, s);
-    c.notify_all(Purpose::kReady);
+    c.notify_all(kReady);
     for (int d = 1; d < n; ++d)
-      co_await c.await(c.peer(-d), Purpose::kReady);
+      co_await c.await(c.peer(-d), kReady);
     // Reduce-scatter: only this member reads its own part of every input, so writing the
     // result into dst's part is safe even in place.
     const Segment mine = partition(s.count, n, c.rank());
     if (mine.count > 0) reduce_part(c, s, mine, false);
-    c.notify_all(Purpose::kReady2);
+    c.notify_all(kReady2);
     for (int d = 1; d < n; ++d)
-      co_await c.await(c.peer(-d), Purpose::kReady2);
+      co_await c.await(c.peer(-d), kReady2);
     gather_parts(c, s);  // owners have finished reading our input (kReady2)
   }
-  c.notify_all(Purpose::kDone);
+  c.notify_all(kDone);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kDone);
+    co_await c.await(c.peer(-d), kDone);
 }
 
 }  // namespace rankflow::coll

@@ -6,9 +6,9 @@
 namespace rankflow::coll {
 
 CollTask barrier_mesh(CollContext& c) {
-  c.notify_all(Purpose::kReady);
+  c.notify_all(kReady);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kReady);
+    co_await c.await(c.peer(-d), kReady);
 }
 
 }  // namespace rankflow::coll

@@ -29,19 +29,19 @@ size_t chunk_bytes(size_t bytes) {
 CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) {
   const size_t half = bytes / 2;
   const int peer = c.peer(1);
-  c.notify(peer, Purpose::kReady);
-  co_await c.await(peer, Purpose::kReady);
+  c.notify(peer, kReady);
+  co_await c.await(peer, kReady);
   if (c.rank() == root) {
     c.team().put(peer, buffer + half, c.local(buffer + half), bytes - half);
     c.complete_fetches();
-    c.notify(peer, Purpose::kDone);          // my half is in your buffer
-    co_await c.await(peer, Purpose::kDone);  // you have read the first half
+    c.notify(peer, kDone);          // my half is in your buffer
+    co_await c.await(peer, kDone);  // you have read the first half
     co_return;
   }
   c.fetch(root, buffer, c.local(buffer), half);
   c.complete_fetches();
-  c.notify(root, Purpose::kDone);
-  co_await c.await(root, Purpose::kDone);
+  c.notify(root, kDone);
+  co_await c.await(root, kDone);
 }
 
 CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
@@ -51,19 +51,19 @@ CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, 
     for (size_t first = 0; first < bytes; first += chunk) {
       const size_t length = std::min(chunk, bytes - first);
       if (stage_from != nullptr) std::memcpy(c.local(buffer + first), stage_from + first, length);
-      c.notify_all(Purpose::kReady);
+      c.notify_all(kReady);
     }
     for (int d = 1; d < c.size(); ++d)
-      co_await c.await(c.peer(-d), Purpose::kDone);
+      co_await c.await(c.peer(-d), kDone);
     co_return;
   }
   std::byte* to = out != nullptr ? out : c.local(buffer);
   for (size_t first = 0; first < bytes; first += chunk) {
-    co_await c.await(root, Purpose::kReady);
+    co_await c.await(root, kReady);
     c.fetch(root, buffer + first, to + first, std::min(chunk, bytes - first));
   }
   c.complete_fetches();
-  c.notify(root, Purpose::kDone);
+  c.notify(root, kDone);
 }
 
 }  // namespace

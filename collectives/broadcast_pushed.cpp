@@ -32,7 +32,7 @@ CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int r
   }
   co_await c.await_push(root, sequence);
   std::memcpy(buffer, c.inbox_payload(sequence, root), bytes);
-  c.notify(root, Purpose::kBroadcastAck);
+  c.notify(root, kBroadcastAck);
 }
 
 }  // namespace rankflow::coll

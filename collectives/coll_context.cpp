@@ -14,6 +14,9 @@
 
 namespace rankflow::coll {
 
+const SignalKind kBroadcastAck("inbox.broadcast_ack");
+const SignalKind kStreamAck("stream.ack");
+
 CollContext::CollContext(Team team)
     : team_(std::move(team)),
       rank_(team_.rank()),
@@ -48,7 +51,7 @@ SignalAwait CollContext::await_word(size_t offset, uint64_t target, int peer) {
 void CollContext::push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
   const size_t slot = inbox_slot(sequence, rank_);
   auto& unacked = unacked_[peer];
-  const uint32_t ack = this->slot(Purpose::kBroadcastAck, peer);
+  const uint32_t ack = this->slot(kBroadcastAck, peer);
   while (!unacked.empty() && unacked.front() <= finished_[peer]) {  // its ack is due anyway
     ++acks_seen_[peer];
     unacked.pop_front();
@@ -93,15 +96,15 @@ void CollContext::write_slot(int peer, size_t slot, uint64_t flag, const void* p
   team_.put(peer, slot, out, sizeof(uint64_t));
 }
 
-void CollContext::notify(int peer, Purpose purpose, uint64_t count) {
-  team_.signal(peer, slot(purpose, rank_), count);
+void CollContext::notify(int peer, const SignalKind& kind, uint64_t count) {
+  team_.signal(peer, slot(kind, rank_), count);
 }
 
 void CollContext::stream_send(int peer, const void* payload, size_t bytes) {
   const uint64_t message = ++stream_sent_[peer];
   if (message > kStreamSlots) {  // the slot's previous message must have been read
     const uint64_t read_before = message - kStreamSlots;
-    const uint32_t ack = slot(Purpose::kStreamAck, peer);
+    const uint32_t ack = slot(kStreamAck, peer);
     if (team_.signal_value(ack) < read_before) {
       team_.wait_until([&] { return team_.signal_value(ack) >= read_before; },
                        [&] {
@@ -119,8 +122,8 @@ void CollContext::stream_send(int peer, const void* payload, size_t bytes) {
              (static_cast<size_t>(peer) * kStreamSlots + message % kStreamSlots) * kStreamStride);
 }
 
-SignalAwait CollContext::await(int peer, Purpose purpose) {
-  const uint32_t s = slot(purpose, peer);
+SignalAwait CollContext::await(int peer, const SignalKind& kind) {
+  const uint32_t s = slot(kind, peer);
   return SignalAwait{this, team_.signal_word(s), ++consumed_[s], peer};
 }
 
@@ -235,9 +238,9 @@ std::string CollContext::describe_wait(const SignalAwait& wait) const {
          std::to_string(std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(wait.word)).load());
 }
 
-void CollContext::notify_all(Purpose purpose) {
+void CollContext::notify_all(const SignalKind& kind) {
   for (int d = 1; d < size_; ++d)
-    notify(peer(d), purpose);
+    notify(peer(d), kind);
 }
 
 const std::byte* CollContext::read(int peer, size_t offset, size_t bytes, std::byte* fallback) {

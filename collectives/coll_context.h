@@ -1,10 +1,11 @@
 // CollContext: what every collective algorithm runs on. It wraps a Team and adds the signal
 // protocol the algorithms share, the remote-read fast path, and reusable private scratch.
 //
-// Signals: each (purpose, sender) pair has its own monotonic counter on the receiver, and the
-// receiver keeps a tally of how many it has consumed. await(peer, purpose) waits for one more
-// than the tally. Because every member runs the same sequence of collectives, the k-th signal
-// from a peer for a purpose always belongs to the k-th await, across calls and algorithms.
+// Signals: each (kind, sender) pair has its own monotonic counter on the receiver, and the
+// receiver keeps a tally of how many it has consumed. await(peer, kind) waits for one more than
+// the tally. Because every member runs the same sequence of collectives, the k-th signal from a
+// peer of a kind always belongs to the k-th await, across calls and algorithms. Kinds are
+// SignalKind objects that each algorithm file defines for itself (collectives/signal_kind.h).
 // Threads: the thread that calls the collective.
 #pragma once
 
@@ -17,29 +18,22 @@
 #include <vector>
 
 #include "collectives/coll_task.h"
+#include "collectives/signal_kind.h"
 #include "rankflow/team.h"
 
 namespace rankflow::coll {
 
-enum class Purpose : uint32_t {
-  kReady,      // my input is in place / my stage is complete
-  kReady2,     // second phase of a two-phase algorithm
-  kDone,       // I have finished reading your buffers
-  kFwd,        // ring, forward lane: chunk ready
-  kFwdCredit,  // ring, forward lane: chunk consumed
-  kBwd,        // ring, backward lane
-  kBwdCredit,
-  kBroadcastAck,  // pushed broadcast: I have read your slot
-  kStreamAck,     // broadcast stream: I have read kStreamAckEvery more of your messages
-  kCount
-};
+// The inbox protocols' own kinds: a pushed broadcast's acknowledgement, and the broadcast
+// stream's acknowledgement of every kStreamAckEvery messages.
+extern const SignalKind kBroadcastAck;
+extern const SignalKind kStreamAck;
 
 class CollContext {
  public:
   explicit CollContext(Team team);
 
   static uint32_t signal_slots_for(int team_size) {
-    return static_cast<uint32_t>(Purpose::kCount) * static_cast<uint32_t>(team_size);
+    return SignalKind::count() * static_cast<uint32_t>(team_size);
   }
 
   Team& team() { return team_; }
@@ -56,10 +50,10 @@ class CollContext {
   // `operation` must outlive the call (a string literal or a table entry).
   void set_operation(const char* operation) { operation_ = operation; }
 
-  void notify(int peer, Purpose purpose, uint64_t count = 1);
-  void notify_all(Purpose purpose);  // every other member
-  // The next signal from `peer` for `purpose`: co_await it inside an algorithm.
-  SignalAwait await(int peer, Purpose purpose);
+  void notify(int peer, const SignalKind& kind, uint64_t count = 1);
+  void notify_all(const SignalKind& kind);  // every other member
+  // The next signal of `kind` from `peer`: co_await it inside an algorithm.
+  SignalAwait await(int peer, const SignalKind& kind);
   // The local word at window `offset` reaching `target` (a flag written by `peer`).
   SignalAwait await_word(size_t offset, uint64_t target, int peer);
 
@@ -119,7 +113,7 @@ class CollContext {
     return inbox_local_ + (stream_slot(message, sender) - inbox_) + 8;
   }
   void stream_consumed(int sender, uint64_t message) {
-    if (message % kStreamAckEvery == 0) notify(sender, Purpose::kStreamAck, kStreamAckEvery);
+    if (message % kStreamAckEvery == 0) notify(sender, kStreamAck, kStreamAckEvery);
   }
 
   // Root: `sequence` went to `peer` as a broadcast, acknowledged later with kBroadcastAck.
@@ -159,9 +153,8 @@ class CollContext {
   // once both are done.
   bool close_step();
   std::string describe_closing() const;
-  uint32_t slot(Purpose purpose, int sender) const {
-    return static_cast<uint32_t>(purpose) * static_cast<uint32_t>(size_) +
-           static_cast<uint32_t>(sender);
+  uint32_t slot(const SignalKind& kind, int sender) const {
+    return kind.index() * static_cast<uint32_t>(size_) + static_cast<uint32_t>(sender);
   }
 
   // Stores `bytes` of payload and then `flag` into the slot at window offset `slot` of `peer`:

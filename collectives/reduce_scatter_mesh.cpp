@@ -15,16 +15,16 @@ CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t coun
     if (mine != dst) std::memmove(c.local(dst), c.local(mine), block);
     co_return;
   }
-  c.notify_all(Purpose::kReady);
+  c.notify_all(kReady);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kReady);
+    co_await c.await(c.peer(-d), kReady);
   std::byte* acc = c.scratch(count * r.acc_size);
   std::byte* fallback = c.scratch2(block);
   accumulate_inputs(r, acc, count, c.size(),
                     [&](int p) { return c.read(p, mine, block, fallback); });
-  c.notify_all(Purpose::kDone);
+  c.notify_all(kDone);
   for (int d = 1; d < c.size(); ++d)
-    co_await c.await(c.peer(-d), Purpose::kDone);
+    co_await c.await(c.peer(-d), kDone);
   r.store(c.local(dst), acc, count);
 }
 

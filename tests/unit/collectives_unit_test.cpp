@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <stdexcept>
 #include <vector>
 
 #include "collectives/coll_context.h"
@@ -153,6 +154,23 @@ TEST(RegistryTest, EnvironmentOverrideChoosesBySize) {
   }
   unsetenv("RANKFLOW_ALLREDUCE");
   EXPECT_TRUE(overrides_from_environment().empty());
+}
+
+// Signal kinds: each algorithm's own, numbered densely in the order of their names (the same
+// in every process), and a team holds one slot per kind and member.
+TEST(SignalKindTest, KindsAreNumberedDenselyByName) {
+  const uint32_t count = SignalKind::count();
+  ASSERT_GE(count, 5u);  // mesh.ready, mesh.ready2, mesh.done, and the inbox protocols' acks
+  std::vector<bool> seen(count, false);
+  for (const SignalKind* kind : {&kReady, &kReady2, &kDone, &kBroadcastAck, &kStreamAck}) {
+    ASSERT_LT(kind->index(), count) << kind->name();
+    EXPECT_FALSE(seen[kind->index()]) << kind->name();
+    seen[kind->index()] = true;
+  }
+  EXPECT_LT(kBroadcastAck.index(), kReady.index());  // "inbox..." < "mesh..."
+  EXPECT_LT(kReady.index(), kReady2.index());
+  EXPECT_EQ(CollContext::signal_slots_for(4), 4 * count);
+  EXPECT_THROW(SignalKind("made.after.numbering"), std::logic_error);
 }
 
 }  // namespace
