@@ -196,7 +196,7 @@ void CollContext::run(CollTask& task, std::chrono::nanoseconds timeout) {
     team_.wait_until([&] { return task.advance(); }, [&] { return describe_wait(task.waiting()); },
                      timeout);
   }
-  if (!eager_ && !close_step()) {
+  if (!eager_) {  // wait_until tries once before it waits
     team_.wait_until([&] { return close_step(); }, [&] { return describe_closing(); }, timeout);
   }
 }

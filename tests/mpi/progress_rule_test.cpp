@@ -291,6 +291,21 @@ TEST_P(ProgressRule, CompletedRequestsThenMpi) {
   }
 }
 
+// Spins on done() only (which never advances a request) until `request` completes, then checks
+// `n` elements of `got` against `expected`; a request that never completes ends the job.
+template <typename Expected>
+void await_background(const Request& request, const int32_t* got, size_t n, const char* what,
+                      Expected&& expected) {
+  const std::string name = std::string(what) + " count " + std::to_string(n);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (!request.done()) {
+    if (std::chrono::steady_clock::now() > deadline)
+      abort_job(name + " never completed in the background");
+  }
+  if (std::string wrong = first_wrong(got, n, expected); !wrong.empty())
+    abort_job(name + ": " + wrong);
+}
+
 // RANKFLOW_PROGRESS=thread: requests complete while the program sits in its own MPI calls and
 // never calls test() or wait() (done() only reads the state). Rank 0 starts each request and
 // goes straight into MPI_Barrier; the others wait() for theirs first, which needs rank 0's
@@ -306,23 +321,10 @@ TEST_P(ProgressRule, ProgressThreadCompletesRequestsWhileTheProgramSitsInMpi) {
       Request bcast = comm_.ibroadcast(a, n, DType::kI32, 0);
       if (me_ != 0) bcast.wait();
       own_mpi_call(kMpiCalls[round % 4], round + 1);
-      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-      while (!bcast.done()) {
-        if (std::chrono::steady_clock::now() > deadline)
-          abort_job("ibroadcast count " + std::to_string(n) + " never completed in the background");
-      }
-      if (auto wrong = first_wrong(a, n, [&](size_t i) { return value(0, i, round); });
-          !wrong.empty())
-        abort_job("ibroadcast count " + std::to_string(n) + ": " + wrong);
+      await_background(bcast, a, n, "ibroadcast", [&](size_t i) { return value(0, i, round); });
       Request sum = comm_.iallreduce(a, b, n, DType::kI32, ReduceOp::kSum);
       own_mpi_call(MpiCall::kBarrier, 0);
-      while (!sum.done()) {
-        if (std::chrono::steady_clock::now() > deadline)
-          abort_job("iallreduce count " + std::to_string(n) + " never completed in the background");
-      }
-      if (auto wrong = first_wrong(b, n, [&](size_t i) { return p_ * value(0, i, round); });
-          !wrong.empty())
-        abort_job("iallreduce count " + std::to_string(n) + ": " + wrong);
+      await_background(sum, b, n, "iallreduce", [&](size_t i) { return p_ * value(0, i, round); });
     }
   }
 }
