@@ -31,13 +31,12 @@
 
 #include "rankflow/communicator.h"
 #include "rankflow/team.h"
-#include "rankflow/tensor.h"
 
 namespace rankflow {
 
-namespace runtime {
-struct DomainState;
-}  // namespace runtime
+namespace detail {
+struct DomainState;  // the runtime's record of a domain
+}  // namespace detail
 
 // The host's handle on a domain (cheap to copy; copies share one state).
 class Domain {
@@ -57,16 +56,11 @@ class Domain {
   bool released() const;
 
  private:
-  friend class Orchestrator;
-  friend TensorArg domain_arg(const Domain& domain);
-  explicit Domain(std::shared_ptr<runtime::DomainState> state) : state_(std::move(state)) {}
-  const runtime::DomainState& live(const char* operation) const;
-  std::shared_ptr<runtime::DomainState> state_;
+  friend struct detail::DomainState;
+  explicit Domain(std::shared_ptr<detail::DomainState> state) : state_(std::move(state)) {}
+  const detail::DomainState& live(const char* operation) const;
+  std::shared_ptr<detail::DomainState> state_;
 };
-
-// A task argument that hands the kernel `domain` (TaskContext::domain). It creates no
-// dependencies; the task runs after the domain exists. Only chip tasks on members may take it.
-TensorArg domain_arg(const Domain& domain);
 
 // What a kernel sees of a domain it was given: this member's view. Valid while the task runs.
 class DomainContext {

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <initializer_list>
 #include <memory>
@@ -30,16 +31,17 @@
 #include <vector>
 
 #include "rankflow/domain.h"
+#include "rankflow/task_arg.h"
 #include "rankflow/tensor.h"
 #include "rankflow/types.h"
 
 namespace rankflow {
 
-namespace runtime {
-class WorkerImpl;
-class Scheduler;
-struct TaskState;
-}  // namespace runtime
+namespace detail {
+class WorkerImpl;           // one rank's runtime
+struct TaskState;           // the runtime's record of a submitted task
+class OrchestratorBackend;  // what an Orchestrator drives (the host's scheduler)
+}  // namespace detail
 
 // Per-task settings that travel with the task to where it runs; validated at submit.
 struct CallConfig {
@@ -47,7 +49,9 @@ struct CallConfig {
   size_t scratch_bytes = 0;  // per-task scratch arena the kernel allocates from (<= 1 GiB)
 };
 
-// What a kernel or sub callable sees: its arguments as typed spans, and where it runs.
+// What a kernel or sub callable sees: its arguments as typed spans, and where it runs. Tensor
+// and domain arguments are numbered in order among themselves, scalars among themselves
+// (rankflow/task_arg.h).
 class TaskContext {
  public:
   // A contiguous argument as a span (InvalidArgument for a strided view: use view<T>).
@@ -69,12 +73,23 @@ class TaskContext {
   }
   // The communication domain passed as argument i with domain_arg (InvalidArgument otherwise).
   DomainContext& domain(size_t i) const;
-  size_t args() const { return args_.size(); }
+  // Scalar i as a T of at most 8 bytes, from the bits rankflow::scalar carried (InvalidArgument
+  // for an index out of range or a wider type).
+  template <typename T>
+  T scalar(size_t i) const {
+    static_assert(std::is_trivially_copyable_v<T>, "a scalar is trivially copyable");
+    const uint64_t bits = scalar_bits(i, sizeof(T));
+    T value;
+    std::memcpy(&value, &bits, sizeof(T) < 8 ? sizeof(T) : 8);
+    return value;
+  }
+  size_t args() const { return args_.size(); }  // tensor and domain arguments
+  size_t scalars() const { return scalars_.size(); }
   const std::vector<size_t>& shape(size_t i) const { return arg(i).shape; }
-  int worker() const { return worker_; }  // chip worker id, or -1 on a sub-worker
-  uint64_t task_id() const { return task_id_; }
-  int group_rank() const { return group_rank_; }  // member index in a group task, else 0
-  int group_size() const { return group_size_; }  // members of the group, else 1
+  int worker() const { return where_.worker; }  // chip worker id, or -1 on a sub-worker
+  uint64_t task_id() const { return where_.task_id; }
+  int group_rank() const { return where_.group_rank; }  // member index in a group task, else 0
+  int group_size() const { return where_.group_size; }  // members of the group, else 1
   const CallConfig& config() const { return config_; }
   // `bytes` from this task's scratch arena (CallConfig::scratch_bytes), 64-byte aligned;
   // InvalidArgument when the arena is exhausted. Freed when the task ends.
@@ -88,23 +103,23 @@ class TaskContext {
     std::vector<size_t> strides;      // in elements; empty or row-major when contiguous
     DomainContext* domain = nullptr;  // a domain_arg
   };
-  TaskContext(int worker, uint64_t task_id, std::vector<Arg> args, int group_rank = 0,
-              int group_size = 1, CallConfig config = {})
-      : worker_(worker),
-        task_id_(task_id),
-        args_(std::move(args)),
-        group_rank_(group_rank),
-        group_size_(group_size),
-        config_(config) {}
+  struct Placement {
+    int worker = -1;
+    uint64_t task_id = 0;
+    int group_rank = 0;
+    int group_size = 1;
+  };
+  TaskContext(Placement where, std::vector<Arg> args, std::vector<uint64_t> scalars,
+              CallConfig config = {})
+      : where_(where), args_(std::move(args)), scalars_(std::move(scalars)), config_(config) {}
 
  private:
   const Arg& arg(size_t i) const;
   const Arg& contiguous_arg(size_t i) const;
-  int worker_;
-  uint64_t task_id_;
+  uint64_t scalar_bits(size_t i, size_t bytes) const;
+  Placement where_;
   std::vector<Arg> args_;
-  int group_rank_;
-  int group_size_;
+  std::vector<uint64_t> scalars_;
   CallConfig config_;
   std::vector<std::byte> scratch_;
   size_t scratch_used_ = 0;
@@ -132,16 +147,14 @@ class TaskHandle {
   void wait(std::chrono::nanoseconds timeout = std::chrono::seconds(120)) const;
 
  private:
-  friend class Orchestrator;
-  explicit TaskHandle(std::shared_ptr<runtime::TaskState> state) : state_(std::move(state)) {}
-  std::shared_ptr<runtime::TaskState> state_;
+  friend class detail::OrchestratorBackend;
+  explicit TaskHandle(std::shared_ptr<detail::TaskState> state) : state_(std::move(state)) {}
+  std::shared_ptr<detail::TaskState> state_;
 };
 
 // The host-side graph builder handed to the orchestration body.
 class Orchestrator {
  public:
-  explicit Orchestrator(runtime::Scheduler& scheduler) : scheduler_(scheduler) {}
-
   // A zero-filled host tensor for this run (freed when the run ends).
   Tensor host_tensor(std::vector<size_t> shape, DType dtype);
   template <typename T>
@@ -156,17 +169,16 @@ class Orchestrator {
   Tensor alloc(std::vector<size_t> shape);
 
   // A task of `kernel` on chip worker `worker` (0..chips()-1); `after` adds explicit edges.
-  TaskHandle submit(KernelHandle kernel, std::vector<TensorArg> args, int worker,
+  TaskHandle submit(KernelHandle kernel, std::vector<TaskArg> args, int worker,
                     std::vector<uint64_t> after = {}, CallConfig config = {});
   // One DAG node with one member per worker (distinct workers), launched all at once when every
   // target is idle; while it waits at the head of the group queue its targets take no new
   // single tasks. Member i gets args_per_member[i] and group_rank() == i.
-  TaskHandle submit_group(KernelHandle kernel, std::vector<std::vector<TensorArg>> args_per_member,
+  TaskHandle submit_group(KernelHandle kernel, std::vector<std::vector<TaskArg>> args_per_member,
                           std::vector<int> workers, std::vector<uint64_t> after = {},
                           CallConfig config = {});
   // A task of `sub` on any idle sub-worker thread of the host.
-  TaskHandle submit_sub(SubHandle sub, std::vector<TensorArg> args,
-                        std::vector<uint64_t> after = {});
+  TaskHandle submit_sub(SubHandle sub, std::vector<TaskArg> args, std::vector<uint64_t> after = {});
 
   int chips() const;
 
@@ -198,7 +210,9 @@ class Orchestrator {
   void dump_dot(const std::string& path) const;
 
  private:
-  runtime::Scheduler& scheduler_;
+  friend class detail::OrchestratorBackend;
+  explicit Orchestrator(detail::OrchestratorBackend& backend) : backend_(backend) {}
+  detail::OrchestratorBackend& backend_;
 };
 
 // RANKFLOW_TRACE=path.json: after every run the host (re)writes a Chrome trace-event file of all
@@ -236,7 +250,7 @@ class Worker {
   int chips() const;
 
  private:
-  std::unique_ptr<runtime::WorkerImpl> impl_;
+  std::unique_ptr<detail::WorkerImpl> impl_;
 };
 
 // The DType of a C++ element type (for host_tensor<T>).

@@ -9,7 +9,8 @@
 //   auto right = x.slice(1, 8, 12);  // columns 8..11: no dependency on `left`
 //
 // Kernels read contiguous arguments as std::span (TaskContext::input/output) and strided ones
-// as a View (TaskContext::view), indexed with one index per dimension.
+// as a View (TaskContext::view), indexed with one index per dimension. A tensor has 1 to 5
+// dimensions. How a task uses one (in, out, inout, ...) is in rankflow/task_arg.h.
 #pragma once
 
 #include <cstddef>
@@ -22,10 +23,9 @@
 
 namespace rankflow {
 
-namespace runtime {
-class Scheduler;
-struct DomainState;
-}  // namespace runtime
+namespace detail {
+struct TensorAccess;  // the runtime's access to a tensor's placement
+}  // namespace detail
 
 // How a task uses a tensor argument (the reference's tags).
 enum class Access : uint8_t {
@@ -106,8 +106,7 @@ class Tensor {
   Tensor rows(size_t first, size_t count) const { return slice(0, first, first + count); }
 
  private:
-  friend class Orchestrator;
-  friend class runtime::Scheduler;
+  friend struct detail::TensorAccess;
   void check_host_span(size_t element_bytes) const;
   uint64_t buffer_ = 0;  // identity of the allocation (dependencies are per allocation)
   size_t offset_ = 0;    // bytes from the start of the arena to the first element
@@ -120,29 +119,6 @@ class Tensor {
   size_t alloc_end_ = 0;
   std::shared_ptr<void> lease_;  // orch.alloc: the memory is reclaimed when the last copy goes
 };
-
-// One argument of a task: a tensor and how the task uses it, or a communication domain
-// (rankflow::domain_arg in runtime.h).
-struct TensorArg {
-  Tensor tensor;
-  Access access;
-  std::shared_ptr<const runtime::DomainState> domain = nullptr;
-};
-inline TensorArg in(const Tensor& t) {
-  return {t, Access::kInput, nullptr};
-}
-inline TensorArg out(const Tensor& t) {
-  return {t, Access::kOutput, nullptr};
-}
-inline TensorArg inout(const Tensor& t) {
-  return {t, Access::kInOut, nullptr};
-}
-inline TensorArg out_existing(const Tensor& t) {
-  return {t, Access::kOutputExisting, nullptr};
-}
-inline TensorArg no_dep(const Tensor& t) {
-  return {t, Access::kNoDep, nullptr};
-}
 
 // Row-major strides (in elements) of a contiguous `shape`.
 std::vector<size_t> contiguous_strides(const std::vector<size_t>& shape);

@@ -126,18 +126,18 @@ std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<By
   return before;
 }
 
-void check_task_uses(const std::vector<ByteUse>& uses, const char* kernel) {
+void check_task_uses(std::span<const ByteUse> uses, std::string_view kernel) {
   for (size_t i = 0; i < uses.size(); ++i) {
     for (size_t j = i + 1; j < uses.size(); ++j) {
       const ByteUse& a = uses[i];
       const ByteUse& b = uses[j];
       if (!overlaps(a, b)) continue;
       if (a.writes && b.writes) {
-        throw InvalidArgument(std::string("task '") + kernel + "': arguments " + std::to_string(i) +
+        throw InvalidArgument("task '" + std::string(kernel) + "': arguments " + std::to_string(i) +
                               " and " + std::to_string(j) + " are both written and overlap");
       }
       if (a.writes != b.writes) {
-        throw InvalidArgument(std::string("task '") + kernel + "': argument " +
+        throw InvalidArgument("task '" + std::string(kernel) + "': argument " +
                               std::to_string(a.writes ? j : i) + " reads bytes that argument " +
                               std::to_string(a.writes ? i : j) +
                               " writes; pass the range once as inout");

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -77,6 +79,9 @@ class DependencyTracker {
 
 // Throws InvalidArgument when two arguments of one task conflict: two written ranges overlap,
 // or a range is both read by one argument and written by another (use kInOut instead).
-void check_task_uses(const std::vector<ByteUse>& uses, const char* kernel);
+void check_task_uses(std::span<const ByteUse> uses, std::string_view kernel);
+inline void check_task_uses(const std::vector<ByteUse>& uses, std::string_view kernel) {
+  check_task_uses(std::span<const ByteUse>(uses), kernel);
+}
 
 }  // namespace rankflow::runtime

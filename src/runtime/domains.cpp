@@ -6,6 +6,7 @@
 #include <set>
 
 #include "rankflow/error.h"
+#include "rankflow/task_arg.h"
 #include "transport/mpi_session.h"
 #include "transport/team_layout.h"
 #include "transport/team_state.h"
@@ -16,7 +17,7 @@ namespace {
 constexpr const char* kRestOfWindow = "rankflow.rest";
 }  // namespace
 
-const runtime::DomainState& Domain::live(const char* operation) const {
+const detail::DomainState& Domain::live(const char* operation) const {
   if (!state_) throw InvalidState(std::string("Domain::") + operation + ": an empty handle");
   if (state_->released) {
     throw InvalidState(std::string("Domain::") + operation + ": domain '" + state_->name +
@@ -62,9 +63,13 @@ size_t Domain::buffer_offset(std::string_view buffer) const {
   throw InvalidArgument("domain '" + s.name + "' has no buffer '" + std::string(buffer) + "'");
 }
 
-TensorArg domain_arg(const Domain& domain) {
-  domain.live("domain_arg");
-  return {Tensor(), Access::kNoDep, domain.state_};
+TaskArg domain_arg(const Domain& domain) {
+  detail::DomainState::live(domain, "domain_arg");
+  TaskArg arg;
+  arg.kind = ArgKind::kDomain;
+  arg.access = Access::kNoDep;
+  arg.domain = domain;
+  return arg;
 }
 
 namespace runtime {

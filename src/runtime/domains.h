@@ -1,6 +1,6 @@
-// Communication domains, both sides. The host keeps a DomainState per allocate_domain (the
-// scheduler owns them, under its lock); each member chip builds the domain when the creation
-// descriptor reaches it (its main thread) and tears it down at the end of the run.
+// Communication domains, both sides. The host keeps a DomainState per allocate_domain (its
+// RunDomains, run_domains.h, on the main thread); each member chip builds the domain when the
+// creation descriptor reaches it (its main thread) and tears it down at the end of the run.
 #pragma once
 
 #include <atomic>
@@ -14,7 +14,7 @@
 #include "runtime/protocol.h"
 #include "transport/context.h"
 
-namespace rankflow::runtime {
+namespace rankflow::detail {
 
 struct DomainState {
   uint32_t id = 0;
@@ -26,7 +26,20 @@ struct DomainState {
   std::vector<size_t> buffer_offsets;  // in every member's window
   uint64_t creation_task = 0;          // the group task whose members build it
   std::atomic<bool> released{false};
+
+  // The public handle of a state, and the state behind a handle (null for an empty one).
+  static Domain handle(std::shared_ptr<DomainState> state) { return Domain(std::move(state)); }
+  static const std::shared_ptr<DomainState>& of(const Domain& domain) { return domain.state_; }
+  static const DomainState& live(const Domain& domain, const char* operation) {
+    return domain.live(operation);
+  }
 };
+
+}  // namespace rankflow::detail
+
+namespace rankflow::runtime {
+
+using detail::DomainState;
 
 // The buffers a member's team holds: the named ones, then the rest of the window.
 std::vector<BufferSpec> domain_team_buffers(const std::vector<BufferSpec>& named,

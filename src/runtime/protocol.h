@@ -1,6 +1,7 @@
 // The host <-> chip protocol over the runtime's world team: a ring of task descriptors in every
 // chip's window (written by the host, one slot per task in flight) and a ring of completion
-// records per chip in the host's window (written by that chip). Plain structs copied as bytes.
+// records per chip in the host's window (written by that chip). Plain structs copied as bytes;
+// a descriptor has a variable size (see task_codec.h) and only its used part travels.
 #pragma once
 
 #include <cstddef>
@@ -9,8 +10,10 @@
 namespace rankflow::runtime {
 
 constexpr uint32_t kRingSlots = 16;  // tasks in flight per chip
-constexpr uint32_t kMaxArgs = 16;
-constexpr uint32_t kMaxDims = 4;
+// What one task may carry, as the reference runtime allows.
+constexpr uint32_t kMaxTensorArgs = 256;  // tensor and domain arguments
+constexpr uint32_t kMaxScalarArgs = 128;
+constexpr uint32_t kMaxDims = 5;
 constexpr size_t kMessageBytes = 480;
 
 // Signal slots of the runtime team.
@@ -26,29 +29,48 @@ enum ArgSpace : uint32_t {
   kDomainSpace = 2,  // no memory: `offset` is the id of a communication domain
 };
 
-struct ArgDesc {
+// One tensor or domain argument as it travels: a fixed part, then `ndim` shape entries and
+// `ndim` strides (uint64 each).
+struct ArgRecord {
   uint64_t offset;  // of the first element: bytes from the start of the host arena, or of the
-                    // chip's child arena
+                    // chip's child arena; a domain's id in kDomainSpace
   uint64_t bytes;   // of the elements
   uint64_t extent;  // bytes from the first element to the end of the last
   uint32_t access;
   uint32_t ndim;
-  uint64_t shape[kMaxDims];
-  uint64_t strides[kMaxDims];  // in elements
-  uint32_t space;              // ArgSpace: where `offset` points
+  uint32_t space;  // ArgSpace: where `offset` points
   uint32_t element_bytes;
 };
 
-// The built-in kernel behind Orchestrator::copy_to / copy_from: args[0] = args[1].
-constexpr uint32_t kCopyKernel = 0xFFFFFFF0u;
-// The built-in group kernel behind Orchestrator::allocate_domain: its members build the domain
-// described by the DomainDesc in the descriptor's payload.
-constexpr uint32_t kCreateDomainKernel = 0xFFFFFFF1u;
+// The fixed part of a descriptor. It is followed by `tensor_args` ArgRecords (each with its
+// dimensions), then `scalar_args` uint64 values, then `payload_bytes` of a built-in kernel's
+// payload; `total_bytes` covers all of it.
+struct DescHeader {
+  DescKind kind;
+  uint32_t kernel;
+  uint64_t task_id;
+  uint32_t group_rank;
+  uint32_t group_size;
+  uint32_t threads;
+  uint32_t tensor_args;
+  uint32_t scalar_args;
+  uint32_t payload_bytes;
+  uint64_t scratch_bytes;
+  uint32_t total_bytes;
+  uint32_t reserved;
+};
+
+constexpr size_t kMaxPayloadBytes = 4096;
+constexpr size_t kMaxArgRecordBytes = sizeof(ArgRecord) + 2 * kMaxDims * sizeof(uint64_t);
+constexpr size_t kMaxDescBytes = sizeof(DescHeader) + kMaxTensorArgs * kMaxArgRecordBytes +
+                                 kMaxScalarArgs * sizeof(uint64_t) + kMaxPayloadBytes;
+constexpr size_t kDescStride = (kMaxDescBytes + 63) / 64 * 64;
 
 constexpr uint32_t kMaxDomainMembers = 64;
 constexpr uint32_t kMaxDomainBuffers = 16;
 constexpr size_t kMaxDomainName = 48;  // bytes of a domain or buffer name, with the terminator
 
+// The payload of the built-in create-domain kernel (builtin_kernels.h).
 struct DomainDesc {
   uint32_t id;
   uint32_t members;
@@ -61,21 +83,7 @@ struct DomainDesc {
   uint64_t buffer_bytes[kMaxDomainBuffers];
   uint64_t buffer_alignment[kMaxDomainBuffers];
 };
-
-struct TaskDesc {
-  DescKind kind;
-  uint32_t kernel;
-  uint64_t task_id;
-  uint32_t nargs;
-  uint32_t group_rank;
-  uint32_t group_size;
-  uint32_t threads;
-  uint64_t scratch_bytes;
-  uint32_t payload_bytes;  // a kCreateDomainKernel descriptor: a DomainDesc in place of args
-  uint32_t reserved;
-  ArgDesc args[kMaxArgs];
-};
-static_assert(sizeof(DomainDesc) <= sizeof(ArgDesc) * kMaxArgs);
+static_assert(sizeof(DomainDesc) <= kMaxPayloadBytes);
 
 struct Completion {
   uint64_t task_id;
@@ -86,14 +94,7 @@ struct Completion {
   char message[kMessageBytes];
 };
 
-constexpr size_t kDescStride = (sizeof(TaskDesc) + 63) / 64 * 64;
-
-// Only the used part of a descriptor or record travels: the header and `nargs` arguments, or
-// the header and the message of a failure.
-inline size_t used_bytes(const TaskDesc& d) {
-  const size_t args = d.nargs * sizeof(ArgDesc);
-  return offsetof(TaskDesc, args) + (args > d.payload_bytes ? args : d.payload_bytes);
-}
+// Only the used part of a record travels: the header, and the message of a failure.
 inline size_t used_bytes(const Completion& c) {
   size_t message = 0;
   if (!c.ok) {

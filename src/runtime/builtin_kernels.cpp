@@ -1,0 +1,47 @@
+// The built-in kernels (see builtin_kernels.h). Run on a chip's main thread.
+#include "runtime/builtin_kernels.h"
+
+#include <cstring>
+
+#include "rankflow/error.h"
+#include "runtime/protocol.h"
+
+namespace rankflow::runtime {
+namespace {
+
+void run_copy(ChipEnv&, TaskContext& task, std::span<const std::byte>) {
+  auto dst = task.output<std::byte>(0);
+  auto src = task.input<std::byte>(1);
+  std::memcpy(dst.data(), src.data(), std::min(dst.size(), src.size()));
+}
+
+void run_create_domain(ChipEnv& env, TaskContext&, std::span<const std::byte> payload) {
+  if (payload.size() != sizeof(DomainDesc)) {
+    throw TransportError("allocate_domain: a payload of " + std::to_string(payload.size()) +
+                         " bytes, expected " + std::to_string(sizeof(DomainDesc)));
+  }
+  DomainDesc desc;
+  std::memcpy(&desc, payload.data(), sizeof(DomainDesc));
+  env.domains.create(env.context, desc);
+}
+
+constexpr BuiltinKernel kBuiltins[] = {
+    {kCopyKernel, "copy", &run_copy},
+    {kCreateDomainKernel, "allocate_domain", &run_create_domain},
+};
+
+}  // namespace
+
+std::span<const BuiltinKernel> builtin_kernels() {
+  return kBuiltins;
+}
+
+const BuiltinKernel* find_builtin(uint32_t id) {
+  if (id < kBuiltinBase) return nullptr;
+  for (const BuiltinKernel& k : kBuiltins) {
+    if (k.id == id) return &k;
+  }
+  return nullptr;
+}
+
+}  // namespace rankflow::runtime

@@ -1,0 +1,72 @@
+// ChildMemory (see child_memory.h).
+#include "runtime/child_memory.h"
+
+#include "rankflow/error.h"
+#include "runtime/tensor_access.h"
+
+namespace rankflow::runtime {
+
+using detail::TensorAccess;
+
+ChildMemory::ChildMemory(int chips, size_t bytes_per_chip, BufferIds& ids)
+    : bytes_per_chip_(bytes_per_chip), ids_(ids), arenas_(chips, RangeAllocator(bytes_per_chip)) {}
+
+Tensor ChildMemory::alloc(int worker, std::vector<size_t> shape, DType dtype, size_t bytes) {
+  const int chips = static_cast<int>(arenas_.size());
+  if (worker < 0 || worker >= chips) {
+    throw InvalidArgument("alloc_child_tensor: worker " + std::to_string(worker) +
+                          " does not exist; chip workers are 0.." + std::to_string(chips - 1));
+  }
+  const auto offset = arenas_[worker].allocate(bytes);
+  if (!offset) {
+    throw InvalidArgument("alloc_child_tensor: " + std::to_string(bytes) +
+                          " bytes do not fit in chip worker " + std::to_string(worker) +
+                          "'s child arena (" + std::to_string(bytes_per_chip_) +
+                          " bytes; raise WorkerOptions::child_arena_bytes)");
+  }
+  Tensor t =
+      TensorAccess::make(ids_.next(), *offset, bytes, std::move(shape), dtype, nullptr, worker);
+  allocations_[TensorAccess::buffer(t)] = {worker, *offset, bytes, true};
+  return t;
+}
+
+void ChildMemory::free(const Tensor& base) {
+  auto it = allocations_.find(TensorAccess::buffer(base));
+  if (base.home() < 0 || it == allocations_.end()) {
+    throw InvalidArgument("free_child: not a child allocation");
+  }
+  Allocation& a = it->second;
+  if (!a.live) throw InvalidArgument("free_child: this child allocation was already freed");
+  const size_t offset = TensorAccess::offset(base);
+  if (offset != a.offset || base.bytes() != a.bytes || !base.contiguous()) {
+    throw InvalidArgument(
+        "free_child: pass the tensor alloc_child_tensor returned, not a view "
+        "(this one starts " +
+        std::to_string(offset - a.offset) + " bytes into the allocation)");
+  }
+  a.live = false;
+  pending_free_.push_back(TensorAccess::buffer(base));
+}
+
+void ChildMemory::check_use(const Tensor& t, int worker, const std::string& which) const {
+  auto it = allocations_.find(TensorAccess::buffer(t));
+  if (it == allocations_.end() || !it->second.live) {
+    throw InvalidArgument(which + " is child memory that was freed (a stale handle)");
+  }
+  if (t.home() != worker) {
+    throw InvalidArgument(
+        which + " is child memory of chip worker " + std::to_string(t.home()) +
+        ", but the task runs on " +
+        (worker < 0 ? std::string("a host sub-worker") : "chip worker " + std::to_string(worker)));
+  }
+}
+
+void ChildMemory::end_run() {
+  for (uint64_t buffer : pending_free_) {
+    const Allocation& a = allocations_.at(buffer);
+    arenas_[a.worker].release(a.offset, a.bytes);
+  }
+  pending_free_.clear();
+}
+
+}  // namespace rankflow::runtime

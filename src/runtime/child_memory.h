@@ -1,0 +1,44 @@
+// ChildMemory: each chip's child (device) memory, kept across tasks and runs until freed. A
+// freed allocation's memory is reused only after the run, when no task can use it any more.
+// Called on the host's main thread (the body and the end of a run).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "rankflow/tensor.h"
+#include "runtime/buffer_ids.h"
+#include "runtime/range_allocator.h"
+
+namespace rankflow::runtime {
+
+class ChildMemory {
+ public:
+  ChildMemory(int chips, size_t bytes_per_chip, BufferIds& ids);
+
+  Tensor alloc(int worker, std::vector<size_t> shape, DType dtype, size_t bytes);
+  void free(const Tensor& base);
+  // InvalidArgument (prefixed with `which`) unless `t` is live child memory of `worker` (-1:
+  // a host sub-worker).
+  void check_use(const Tensor& t, int worker, const std::string& which) const;
+  // After the run: memory freed during it becomes reusable.
+  void end_run();
+
+ private:
+  struct Allocation {
+    int worker;
+    size_t offset;
+    size_t bytes;
+    bool live;
+  };
+  size_t bytes_per_chip_;
+  BufferIds& ids_;
+  std::vector<RangeAllocator> arenas_;                    // per chip
+  std::unordered_map<uint64_t, Allocation> allocations_;  // by buffer id
+  std::vector<uint64_t> pending_free_;                    // freed this run, reusable after it
+};
+
+}  // namespace rankflow::runtime

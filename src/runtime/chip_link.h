@@ -1,0 +1,87 @@
+// ChipLink: the host's end of one chip's rings. It posts descriptors into the chip's ring
+// (encoded in a private outbox slot, put, then a signal bumps the chip's posted counter), reads
+// the completion records the chip writes into the host's window, keeps which task occupies each
+// slot, and ends a run with a marker. Used only by the thread that drives the chips (see
+// dispatcher.h), which serialises every call.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "rankflow/team.h"
+#include "runtime/protocol.h"
+#include "runtime/task.h"
+#include "runtime/task_codec.h"
+
+namespace rankflow::runtime {
+
+class ChipLink {
+ public:
+  ChipLink(Team& team, int chip);
+
+  int chip() const { return chip_; }
+  uint32_t room() const { return kRingSlots - static_cast<uint32_t>(posted_ - completed_); }
+  bool idle() const { return posted_ == completed_; }
+  // Posts member `member` of `task` into the next slot (room() > 0).
+  void post(std::shared_ptr<TaskState> task, size_t member);
+  // Posts the end-of-run marker once a slot is free (collecting completions meanwhile).
+  template <typename OnDone>
+  void post_end_of_run(OnDone&& on_done);
+  // Reads every completion that arrived: on_done(task, record) for each task (end-of-run
+  // acknowledgements carry no task). True if any arrived.
+  template <typename OnDone>
+  bool collect(OnDone&& on_done);
+  // Tells the chip the host is alive (its wait for the next task restarts its deadline).
+  void beat() { team_.signal(chip_ + 1, kHeartbeatSignal); }
+  // The task in the oldest occupied slot, or null.
+  const TaskState* oldest_in_flight() const;
+
+ private:
+  std::byte* outbox(uint64_t slot) { return outbox_.data() + slot * kDescStride; }
+  void put_slot(uint64_t slot, size_t bytes);
+  Completion read_completion(uint64_t slot) const;
+
+  Team& team_;
+  int chip_;
+  size_t ring_;         // the ring's offset in every window
+  size_t completions_;  // this chip's completion records in the host's window
+  std::vector<std::shared_ptr<TaskState>> in_flight_;  // by slot
+  std::vector<std::byte> outbox_;                      // kRingSlots descriptors, by slot
+  uint64_t posted_ = 0;
+  uint64_t completed_ = 0;
+};
+
+template <typename OnDone>
+bool ChipLink::collect(OnDone&& on_done) {
+  const uint64_t arrived = team_.signal_value(kDoneSignalBase + static_cast<uint32_t>(chip_));
+  if (completed_ == arrived) return false;
+  while (completed_ < arrived) {
+    const uint64_t slot = completed_ % kRingSlots;
+    const Completion record = read_completion(slot);
+    std::shared_ptr<TaskState> task = std::move(in_flight_[slot]);
+    ++completed_;
+    if (task) on_done(task, record);
+  }
+  return true;
+}
+
+template <typename OnDone>
+void ChipLink::post_end_of_run(OnDone&& on_done) {
+  team_.wait_until(
+      [&] {
+        collect(on_done);
+        return room() > 0;
+      },
+      [&] {
+        return "end of run: chip worker " + std::to_string(chip_) + " (rank " +
+               std::to_string(chip_ + 1) + ") has not acknowledged earlier descriptors";
+      });
+  const uint64_t slot = posted_++ % kRingSlots;
+  in_flight_[slot] = nullptr;
+  put_slot(slot, encode_end_of_run(outbox(slot)));
+}
+
+}  // namespace rankflow::runtime

@@ -1,0 +1,43 @@
+// ChipService: a chip worker's side of a run. It waits for the next descriptor in its ring
+// (heartbeats of the host restart the wait's deadline), decodes it, gives the kernel its
+// arguments (mapped straight into the host's arena, or staged through local copies fetched
+// before and written back after), runs the kernel or built-in, and writes a completion record
+// into the host's window. The chip's main thread, for the length of each run.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+
+#include "rankflow/team.h"
+#include "runtime/builtin_kernels.h"
+#include "runtime/domains.h"
+#include "runtime/kernel_table.h"
+#include "runtime/task_codec.h"
+#include "transport/context.h"
+
+namespace rankflow::runtime {
+
+class ChipService {
+ public:
+  ChipService(Team& team, const KernelTable& kernels, std::shared_ptr<transport::Context> context,
+              int rank);
+  // Serves tasks until the host's end-of-run marker; then the run's domains close.
+  void serve_run();
+
+ private:
+  void wait_for_descriptor(uint64_t sequence);
+  // Runs one task; fills `record` with its outcome.
+  void run_task(const DecodedTask& task, Completion& record);
+  void run_kernel(const DecodedTask& task);
+
+  Team& team_;
+  const KernelTable& kernels_;
+  ChipDomains domains_;  // the domains of this run it belongs to
+  ChipEnv env_;
+  int rank_;
+  int chip_;
+  uint64_t sequence_ = 0;  // descriptors consumed so far
+  DecodedTask decoded_;    // reused for every descriptor
+};
+
+}  // namespace rankflow::runtime

@@ -1,0 +1,251 @@
+// Dispatcher (see dispatcher.h). pump() runs on whichever thread holds the driver role; loop()
+// is the scheduler thread.
+#include "runtime/dispatcher.h"
+
+#include "rankflow/error.h"
+#include "transport/progress.h"
+
+namespace rankflow::runtime {
+namespace {
+
+// While work is outstanding the scheduler thread looks this often whether the body still
+// drives; after a run it keeps looking this long, so back-to-back runs need no wake-up call.
+constexpr std::chrono::microseconds kWatchEvery{100};
+constexpr std::chrono::milliseconds kLinger{20};
+// While a run is open the host tells every chip it is alive this often, so chips waiting for
+// the next task restart their RANKFLOW_TIMEOUT_S deadline instead of giving up on a long body.
+constexpr std::chrono::milliseconds kHeartbeatEvery{250};
+
+thread_local bool t_driving = false;  // this thread holds the driver role or is about to kick
+
+using Clock = std::chrono::steady_clock;
+
+}  // namespace
+
+Dispatcher::Kicking::Kicking() {
+  t_driving = true;
+}
+Dispatcher::Kicking::~Kicking() {
+  t_driving = false;
+}
+
+Dispatcher::Dispatcher(Team& team, TaskGraph& graph, TaskObserver& observer,
+                       std::chrono::nanoseconds timeout)
+    : team_(team), graph_(graph), observer_(observer), timeout_(timeout) {
+  const int chips = team.size() - 1;
+  for (int c = 0; c < chips; ++c)
+    links_.emplace_back(team, c);
+  scratch_.room.resize(chips);
+  thread_ = std::thread([this] { loop(); });
+}
+
+Dispatcher::~Dispatcher() {
+  {
+    std::lock_guard lock(sleep_mutex_);
+    shutdown_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void Dispatcher::begin_run() {
+  last_beat_ = Clock::now();
+  run_open_ = true;
+}
+
+void Dispatcher::chip_work_queued() {
+  if (t_driving) return;
+  wakeups_.fetch_add(1);
+  { std::lock_guard lock(sleep_mutex_); }  // the scheduler thread is asleep or sees the flag
+  wake_.notify_all();
+}
+
+bool Dispatcher::pump() {
+  team_.progress();
+  bool moved = false;
+  for (ChipLink& link : links_) {
+    moved |= link.collect([&](const std::shared_ptr<TaskState>& task, const Completion& r) {
+      observer_.task_left(*task, {link.chip(), r.start_ns, r.end_ns, r.ok != 0});
+      graph_.finish(task, r.ok != 0, r.message);
+    });
+  }
+  for (size_t c = 0; c < links_.size(); ++c)
+    scratch_.room[c] = links_[c].room();
+  scratch_.postings.clear();
+  graph_.take_ready(scratch_.room, scratch_.postings);
+  for (Posting& p : scratch_.postings) {
+    const int chip = p.task->workers[p.member];
+    links_[chip].post(std::move(p.task), p.member);
+  }
+  moved |= !scratch_.postings.empty();
+  beat_if_due();
+  return moved;
+}
+
+void Dispatcher::beat_if_due() {
+  if (!run_open_.load(std::memory_order_relaxed)) return;
+  const auto now = Clock::now();
+  if (now - last_beat_ < kHeartbeatEvery) return;
+  last_beat_ = now;
+  for (ChipLink& link : links_)
+    link.beat();
+}
+
+void Dispatcher::kick() {
+  if (!driver_.try_lock()) {  // the scheduler thread drives and will post it
+    chip_work_queued();
+    return;
+  }
+  t_driving = true;
+  pump();
+  t_driving = false;
+  driver_.unlock();
+  drives_.fetch_add(1, std::memory_order_relaxed);
+}
+
+namespace {
+
+// Holds the driver role for a body thread: asks the scheduler thread to give it up.
+class DriverRole {
+ public:
+  DriverRole(std::mutex& driver, std::atomic<int>& want, std::atomic<uint64_t>& drives)
+      : driver_(driver), want_(want), drives_(drives) {
+    want_.fetch_add(1);
+    driver_.lock();
+    t_driving = true;
+  }
+  ~DriverRole() {
+    t_driving = false;
+    driver_.unlock();
+    want_.fetch_sub(1);
+    drives_.fetch_add(1, std::memory_order_relaxed);
+  }
+
+ private:
+  std::mutex& driver_;
+  std::atomic<int>& want_;
+  std::atomic<uint64_t>& drives_;
+};
+
+}  // namespace
+
+bool Dispatcher::drive_until(const std::function<bool()>& done, Clock::time_point deadline) {
+  DriverRole role(driver_, want_drive_, drives_);
+  transport::Backoff backoff;
+  uint64_t seen = wakeups_.load();
+  while (!done()) {
+    if (pump()) {
+      backoff = transport::Backoff();
+      continue;
+    }
+    if ((backoff.polls() & 63) == 0 && Clock::now() >= deadline) return done();
+    backoff.pause([&](std::chrono::microseconds d) { sleep_for_wakeup(d, seen); });
+  }
+  return true;
+}
+
+void Dispatcher::finish_run() {
+  DriverRole role(driver_, want_drive_, drives_);
+  uint64_t seen = graph_.finished();
+  uint64_t seen_wakeups = wakeups_.load();
+  auto last_progress = Clock::now();
+  transport::Backoff backoff;
+  while (graph_.outstanding() > 0) {
+    if (pump()) {
+      backoff = transport::Backoff();
+      continue;
+    }
+    if ((backoff.polls() & 63) == 0) {
+      const auto now = Clock::now();
+      if (graph_.finished() != seen) {
+        seen = graph_.finished();
+        last_progress = now;
+      } else if (now - last_progress > timeout_) {
+        run_open_ = false;
+        throw Timeout(describe_stall(timeout_));
+      }
+    }
+    backoff.pause([&](std::chrono::microseconds d) { sleep_for_wakeup(d, seen_wakeups); });
+  }
+  auto on_done = [&](const std::shared_ptr<TaskState>&, const Completion&) {};
+  for (ChipLink& link : links_)
+    link.post_end_of_run(on_done);
+  team_.flush();
+  run_open_ = false;
+}
+
+std::string Dispatcher::describe_stall(std::chrono::nanoseconds limit) const {
+  std::string stuck;
+  for (const ChipLink& link : links_) {
+    const TaskState* t = link.oldest_in_flight();
+    if (t == nullptr) continue;
+    stuck = ", oldest in flight: task " + std::to_string(t->id) + " ('" + std::string(t->name) +
+            "') on chip worker " + std::to_string(link.chip()) + " (rank " +
+            std::to_string(link.chip() + 1) + ")";
+    break;
+  }
+  return "run: rank 0 (host) saw no task finish for " + transport::format_seconds(limit) + "; " +
+         std::to_string(graph_.outstanding()) + " tasks outstanding" + stuck;
+}
+
+// Whether the body has stopped driving while work is outstanding.
+bool Dispatcher::should_take_over(uint64_t& seen_drives) {
+  const uint64_t drives = drives_.load(std::memory_order_relaxed);
+  const bool body_drove = drives != seen_drives;
+  seen_drives = drives;
+  return !body_drove && want_drive_.load() == 0 && graph_.outstanding() > 0;
+}
+
+// Sleeps for up to `d`, or until chip_work_queued() is called again.
+void Dispatcher::sleep_for_wakeup(std::chrono::nanoseconds d, uint64_t& seen) {
+  std::unique_lock lock(sleep_mutex_);
+  wake_.wait_for(lock, d, [&] { return shutdown_.load() || wakeups_.load() != seen; });
+  seen = wakeups_.load();
+}
+
+void Dispatcher::loop() {
+  uint64_t seen_drives = 0;
+  uint64_t seen_wakeups = 0;
+  auto last_active = Clock::now();
+  for (;;) {
+    {
+      std::unique_lock lock(sleep_mutex_);
+      const auto now = Clock::now();
+      if (run_open_ || graph_.outstanding() > 0) last_active = now;
+      const bool watching = now - last_active < kLinger;
+      wake_.wait_for(lock, watching ? std::chrono::nanoseconds(kWatchEvery) : kHeartbeatEvery,
+                     [&] { return shutdown_.load() || wakeups_.load() != seen_wakeups; });
+    }
+    if (shutdown_) return;
+    const bool queued = wakeups_.load() != seen_wakeups;
+    seen_wakeups = wakeups_.load();
+    if (!should_take_over(seen_drives) && !queued) {
+      if (run_open_ && driver_.try_lock()) {  // a long body: keep the chips' deadlines fresh
+        beat_if_due();
+        driver_.unlock();
+      }
+      continue;
+    }
+    if (!driver_.try_lock()) continue;
+    t_driving = true;
+    transport::Backoff backoff;
+    while (!shutdown_ && want_drive_.load() == 0 && graph_.outstanding() > 0) {
+      if (pump()) {
+        backoff = transport::Backoff();
+        continue;
+      }
+      backoff.pause([&](std::chrono::microseconds d) {
+        std::unique_lock lock(sleep_mutex_);
+        wake_.wait_for(lock, d, [&] {
+          return shutdown_.load() || want_drive_.load() > 0 || wakeups_.load() != seen_wakeups;
+        });
+        seen_wakeups = wakeups_.load();
+      });
+    }
+    t_driving = false;
+    driver_.unlock();
+    seen_drives = drives_.load(std::memory_order_relaxed);
+  }
+}
+
+}  // namespace rankflow::runtime

@@ -1,0 +1,90 @@
+// Dispatcher: moves a run's chip tasks between the graph and the chips. One thread at a time
+// "drives": it progresses the transport, collects completions (finishing tasks in the graph),
+// posts ready tasks to the chips' links, and sends heartbeats. Whoever needs progress drives:
+//
+//   - the orchestration body's thread, right after each submit (kick: one round, if nobody
+//     else is driving), and whenever it waits: for the run to end (finish_run), for a task's
+//     handle, for arena memory (drive_until). On the host's one core this avoids a hand-off
+//     to another thread, which costs a context switch each way;
+//   - the scheduler thread, when the body is busy elsewhere: it looks every kWatchEvery while
+//     work is outstanding, and drives only if the body has not driven since its last look. It
+//     also sends the heartbeats of a long body, and wakes at once for work a sub-worker made
+//     ready.
+//
+// The driver role is a mutex; a body that wants it raises want_drive_, and the scheduler
+// thread gives it up at the end of its round.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "rankflow/team.h"
+#include "runtime/chip_link.h"
+#include "runtime/observer.h"
+#include "runtime/task_graph.h"
+
+namespace rankflow::runtime {
+
+class Dispatcher {
+ public:
+  Dispatcher(Team& team, TaskGraph& graph, TaskObserver& observer,
+             std::chrono::nanoseconds timeout);
+  ~Dispatcher();
+  Dispatcher(const Dispatcher&) = delete;
+  Dispatcher& operator=(const Dispatcher&) = delete;
+
+  void begin_run();
+  // Body thread, after it queued work: one round of driving unless another thread drives.
+  void kick();
+  // Called under the graph's lock when chip work was queued: wakes the scheduler thread
+  // unless the calling thread drives (or is about to kick).
+  void chip_work_queued();
+  // Drives on the calling thread until `done()` or `deadline`; false at the deadline.
+  bool drive_until(const std::function<bool()>& done,
+                   std::chrono::steady_clock::time_point deadline);
+  // Body thread: drives until every task of the run finished, then ends the run on every chip.
+  // Timeout when no task finishes for the timeout (naming the oldest task in flight).
+  void finish_run();
+
+  // Marks the calling thread as about to kick (chip_work_queued need not wake anyone).
+  class Kicking {
+   public:
+    Kicking();
+    ~Kicking();
+  };
+
+ private:
+  bool pump();  // one round, the driver role held; true if anything moved
+  void beat_if_due();
+  void loop();  // the scheduler thread
+  bool should_take_over(uint64_t& seen_drives);
+  void sleep_for_wakeup(std::chrono::nanoseconds d, uint64_t& seen);
+  std::string describe_stall(std::chrono::nanoseconds limit) const;
+
+  Team& team_;
+  TaskGraph& graph_;
+  TaskObserver& observer_;
+  std::chrono::nanoseconds timeout_;
+  std::vector<ChipLink> links_;
+  struct {
+    std::vector<uint32_t> room;
+    std::vector<Posting> postings;
+  } scratch_;  // of pump(), kept to allocate nothing per round
+  std::chrono::steady_clock::time_point last_beat_{};
+  std::mutex driver_;                  // held by the driving thread
+  std::atomic<int> want_drive_{0};     // body threads waiting for the driver role
+  std::atomic<uint64_t> drives_{0};    // rounds driven by body threads (for the watch)
+  std::atomic<bool> run_open_{false};  // heartbeats go out
+  std::atomic<uint64_t> wakeups_{0};   // calls of chip_work_queued() from other threads
+  std::atomic<bool> shutdown_{false};
+  std::mutex sleep_mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
+}  // namespace rankflow::runtime

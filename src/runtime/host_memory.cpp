@@ -1,0 +1,84 @@
+// HostMemory (see host_memory.h).
+#include "runtime/host_memory.h"
+
+#include <cstring>
+
+#include "rankflow/error.h"
+#include "runtime/tensor_access.h"
+
+namespace rankflow::runtime {
+namespace {
+
+// The last copy of an alloc tensor (or of a view of it) reports its memory free.
+class Lease {
+ public:
+  Lease(std::shared_ptr<LeaseQueue> queue, LeaseQueue::Released what)
+      : queue_(std::move(queue)), what_(what) {}
+  Lease(const Lease&) = delete;
+  Lease& operator=(const Lease&) = delete;
+  ~Lease() {
+    std::lock_guard lock(queue_->mutex);
+    queue_->released.push_back(what_);
+    queue_->released_cv.notify_all();
+  }
+
+ private:
+  std::shared_ptr<LeaseQueue> queue_;
+  LeaseQueue::Released what_;
+};
+
+}  // namespace
+
+HostMemory::HostMemory(std::byte* arena, size_t bytes, BufferIds& ids)
+    : base_(arena), arena_(bytes), ids_(ids) {}
+
+Tensor HostMemory::place(size_t offset, std::vector<size_t> shape, DType dtype, size_t bytes) {
+  Tensor t = detail::TensorAccess::make(ids_.next(), offset, bytes, std::move(shape), dtype,
+                                        base_ + offset, -1);
+  live_.insert(detail::TensorAccess::buffer(t));
+  return t;
+}
+
+Tensor HostMemory::host_tensor(std::vector<size_t> shape, DType dtype, size_t bytes) {
+  const auto offset = arena_.allocate(bytes);
+  if (!offset) {
+    throw InvalidArgument("host_tensor: " + std::to_string(bytes) + " bytes do not fit in the " +
+                          "host arena (" + std::to_string(arena_.used()) + " of " +
+                          std::to_string(arena_.capacity()) +
+                          " bytes in use; raise WorkerOptions::host_arena_bytes)");
+  }
+  Tensor t = place(*offset, std::move(shape), dtype, bytes);
+  std::memset(base_ + *offset, 0, bytes);
+  return t;
+}
+
+std::optional<Tensor> HostMemory::try_alloc(std::vector<size_t> shape, DType dtype, size_t bytes) {
+  const auto offset = arena_.allocate(bytes);
+  if (!offset) return std::nullopt;
+  Tensor t = place(*offset, std::move(shape), dtype, bytes);
+  detail::TensorAccess::set_lease(
+      t, std::make_shared<Lease>(
+             leases_, LeaseQueue::Released{run_, detail::TensorAccess::buffer(t), *offset, bytes}));
+  return t;
+}
+
+bool HostMemory::has_released() {
+  std::lock_guard lock(leases_->mutex);
+  return !leases_->released.empty();
+}
+
+std::vector<LeaseQueue::Released> HostMemory::take_released() {
+  std::vector<LeaseQueue::Released> released;
+  std::lock_guard lock(leases_->mutex);
+  released.swap(leases_->released);
+  return released;
+}
+
+void HostMemory::end_run() {
+  arena_.reset();
+  live_.clear();
+  std::lock_guard lock(leases_->mutex);
+  leases_->released.clear();
+}
+
+}  // namespace rankflow::runtime

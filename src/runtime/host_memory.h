@@ -1,0 +1,78 @@
+// HostMemory: the host's tensor arena for one run. host_tensor memory lives until the run
+// ends; Orchestrator::alloc intermediates carry a lease and return to the arena as soon as the
+// last copy of their Tensor (and of its views) is gone, which, since tasks hold copies of their
+// arguments until they finish, is also after their last user finished. Called on the host's
+// main thread (the body); leases may be released from any thread, through their queue.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "rankflow/tensor.h"
+#include "runtime/buffer_ids.h"
+#include "runtime/range_allocator.h"
+
+namespace rankflow::runtime {
+
+// Where leases report that nothing names their memory any more; shared with every lease, so a
+// tensor that outlives the worker still releases harmlessly.
+struct LeaseQueue {
+  struct Released {
+    uint64_t run;
+    uint64_t buffer;
+    size_t offset;
+    size_t bytes;
+  };
+  std::mutex mutex;
+  std::condition_variable released_cv;
+  std::vector<Released> released;
+};
+
+class HostMemory {
+ public:
+  HostMemory(std::byte* arena, size_t bytes, BufferIds& ids);
+
+  void begin_run() { ++run_; }
+  // A zero-filled tensor that lives until the run ends; InvalidArgument when it does not fit.
+  Tensor host_tensor(std::vector<size_t> shape, DType dtype, size_t bytes);
+  // A leased intermediate, or nothing while the arena is full.
+  std::optional<Tensor> try_alloc(std::vector<size_t> shape, DType dtype, size_t bytes);
+  // Whether leases came back since the last reclaim (alloc waits for that).
+  bool has_released();
+  // Returns the memory of released leases; calls forget(buffer) for each buffer it freed.
+  template <typename Forget>
+  void reclaim(Forget&& forget);
+  // After the run: every host tensor goes.
+  void end_run();
+  bool live(uint64_t buffer) const { return live_.contains(buffer); }
+  size_t used() const { return arena_.used(); }
+  size_t capacity() const { return arena_.capacity(); }
+
+ private:
+  Tensor place(size_t offset, std::vector<size_t> shape, DType dtype, size_t bytes);
+  std::vector<LeaseQueue::Released> take_released();
+
+  std::byte* base_;
+  RangeAllocator arena_;
+  BufferIds& ids_;
+  std::unordered_set<uint64_t> live_;  // host buffers of this run
+  std::shared_ptr<LeaseQueue> leases_ = std::make_shared<LeaseQueue>();
+  uint64_t run_ = 0;
+};
+
+template <typename Forget>
+void HostMemory::reclaim(Forget&& forget) {
+  for (const auto& r : take_released()) {
+    if (r.run != run_ || !live_.erase(r.buffer)) continue;  // reset with its run
+    arena_.release(r.offset, r.bytes);
+    forget(r.buffer);
+  }
+}
+
+}  // namespace rankflow::runtime

@@ -1,0 +1,60 @@
+// TaskObserver: what the scheduler tells about a run, in the manner of Taskflow's
+// ObserverInterface, so tracing and the graph dump live outside the scheduler. Calls come from
+// the host's main thread (run_began, task_submitted, run_ended), and from whichever thread saw
+// a task finish (task_left: the thread driving the chips, or a sub-worker): an observer guards
+// its own state. ObserverList forwards to every observer installed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "runtime/task.h"
+
+namespace rankflow::runtime {
+
+// Where and when a task (or one member of a group) ran.
+struct TaskSpan {
+  int track;  // chip worker id, or -1 - k for sub-worker k
+  uint64_t start_ns;
+  uint64_t end_ns;
+  bool ok;
+};
+
+class TaskObserver {
+ public:
+  virtual ~TaskObserver() = default;
+  virtual void run_began(uint64_t /*run*/) {}
+  // The task entered the graph (its dependencies are known).
+  virtual void task_submitted(const std::shared_ptr<TaskState>& /*task*/) {}
+  // The task, or one member of a group, left its worker: finished or failed.
+  virtual void task_left(const TaskState& /*task*/, const TaskSpan& /*span*/) {}
+  // Every task of the run is done; the run's memory is about to go.
+  virtual void run_ended(uint64_t /*run*/) {}
+};
+
+class ObserverList : public TaskObserver {
+ public:
+  void add(std::unique_ptr<TaskObserver> observer) { observers_.push_back(std::move(observer)); }
+  void run_began(uint64_t run) override {
+    for (auto& o : observers_)
+      o->run_began(run);
+  }
+  void task_submitted(const std::shared_ptr<TaskState>& task) override {
+    for (auto& o : observers_)
+      o->task_submitted(task);
+  }
+  void task_left(const TaskState& task, const TaskSpan& span) override {
+    for (auto& o : observers_)
+      o->task_left(task, span);
+  }
+  void run_ended(uint64_t run) override {
+    for (auto& o : observers_)
+      o->run_ended(run);
+  }
+
+ private:
+  std::vector<std::unique_ptr<TaskObserver>> observers_;
+};
+
+}  // namespace rankflow::runtime

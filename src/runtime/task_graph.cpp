@@ -1,0 +1,176 @@
+// TaskGraph (see task_graph.h). Every function takes the graph's lock.
+#include "runtime/task_graph.h"
+
+#include <algorithm>
+
+#include "rankflow/error.h"
+#include "runtime/protocol.h"
+
+namespace rankflow::runtime {
+
+TaskGraph::TaskGraph(int chips, std::function<void(std::shared_ptr<TaskState>)> sub_ready,
+                     std::function<void()> chip_ready)
+    : chip_ready_(chips), sub_ready_(std::move(sub_ready)), chip_work_(std::move(chip_ready)) {}
+
+void TaskGraph::begin_run() {
+  std::lock_guard lock(mutex_);
+  tracker_.clear();
+  run_tasks_.clear();
+  first_id_ = next_id_;
+  first_error_.clear();
+  outstanding_ = 0;
+}
+
+std::string TaskGraph::first_error() {
+  std::lock_guard lock(mutex_);
+  return first_error_;
+}
+
+void TaskGraph::forget(uint64_t buffer) {
+  std::lock_guard lock(mutex_);
+  tracker_.forget(buffer);
+}
+
+void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<ByteUse>& uses,
+                    const std::vector<uint64_t>& after) {
+  std::lock_guard lock(mutex_);
+  if (!first_error_.empty()) throw RemoteFailure("this run already failed: " + first_error_);
+  const uint64_t id = next_id_;
+  for (uint64_t a : after) {
+    if (a < first_id_ || a >= id) {
+      throw InvalidArgument("task '" + std::string(task->name) + "': after={" + std::to_string(a) +
+                            "} is not an earlier task of this run");
+    }
+  }
+  ++next_id_;
+  task->id = id;
+  std::vector<uint64_t> before = tracker_.add(id, uses);
+  if (!after.empty()) {
+    before.insert(before.end(), after.begin(), after.end());
+    std::sort(before.begin(), before.end());
+    before.erase(std::unique(before.begin(), before.end()), before.end());
+  }
+  task->deps = std::move(before);
+  run_tasks_.push_back(task);
+  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  for (uint64_t d : task->deps) {
+    const auto& predecessor = run_tasks_[d - first_id_];
+    if (terminal(predecessor->status.load(std::memory_order_relaxed))) continue;  // succeeded
+    predecessor->dependents.push_back(task);
+    ++task->pending;
+  }
+  if (task->pending == 0) make_ready(task);
+}
+
+void TaskGraph::make_ready(const std::shared_ptr<TaskState>& task) {
+  task->status = TaskStatus::kReady;
+  task->ready_sequence = ++ready_counter_;
+  if (task->sub) {
+    sub_ready_(task);
+    return;
+  }
+  if (task->workers.size() == 1) {
+    chip_ready_[task->workers[0]].push_back(task);
+  } else {
+    group_ready_.push_back(task);
+  }
+  chip_work_();
+}
+
+void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error) {
+  std::lock_guard lock(mutex_);
+  if (task->workers.size() > 1) {  // a group finishes when its last member does
+    auto& m = task->members;
+    ++m.done;
+    if (!ok && m.ok) {
+      m.ok = false;
+      m.error = error;
+    }
+    if (m.done < static_cast<int>(task->workers.size())) return;
+    complete(task, m.ok, m.error);
+    return;
+  }
+  complete(task, ok, error);
+}
+
+void TaskGraph::complete(const std::shared_ptr<TaskState>& task, bool ok,
+                         const std::string& error) {
+  task->member_args.clear();  // lets go of alloc tensors this task was the last user of
+  outstanding_.fetch_sub(1, std::memory_order_release);
+  finished_.fetch_add(1, std::memory_order_release);
+  if (!ok) {
+    task->error = error;
+    task->status = TaskStatus::kFailed;
+    if (first_error_.empty()) first_error_ = error;
+    skip_dependents(
+        *task, "task " + std::to_string(task->id) + " ('" + std::string(task->name) + "') failed");
+    return;
+  }
+  task->status = TaskStatus::kSucceeded;
+  for (const auto& next : task->dependents) {
+    if (next->status == TaskStatus::kWaiting && --next->pending == 0) make_ready(next);
+  }
+}
+
+// Consumers of a failed task never run.
+void TaskGraph::skip_dependents(const TaskState& task, const std::string& why) {
+  for (const auto& next : task.dependents) {
+    if (terminal(next->status)) continue;
+    next->error = "skipped: " + why;
+    next->status = TaskStatus::kSkipped;
+    next->member_args.clear();
+    outstanding_.fetch_sub(1, std::memory_order_release);
+    skip_dependents(*next, why);
+  }
+}
+
+bool TaskGraph::has_ready_chip_work() {
+  std::lock_guard lock(mutex_);
+  if (!group_ready_.empty()) return true;
+  for (const auto& q : chip_ready_) {
+    if (!q.empty()) return true;
+  }
+  return false;
+}
+
+// Ready work in the order it became ready. Each chip runs its single tasks FIFO; the group at
+// the head of the group queue reserves its workers: single tasks that became ready after it
+// wait until it has launched.
+void TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& out) {
+  std::lock_guard lock(mutex_);
+  take_groups(room, out);
+  hold_from_.assign(chip_ready_.size(), UINT64_MAX);
+  if (!group_ready_.empty()) {
+    for (int w : group_ready_.front()->workers)
+      hold_from_[w] = group_ready_.front()->ready_sequence;
+  }
+  for (size_t c = 0; c < chip_ready_.size(); ++c) {
+    auto& queue = chip_ready_[c];
+    while (!queue.empty() && queue.front()->ready_sequence < hold_from_[c] && room[c] > 0) {
+      queue.front()->status = TaskStatus::kRunning;
+      out.push_back({std::move(queue.front()), 0});
+      queue.pop_front();
+      --room[c];
+    }
+  }
+}
+
+void TaskGraph::take_groups(std::vector<uint32_t>& room, std::vector<Posting>& out) {
+  while (!group_ready_.empty()) {
+    const auto group = group_ready_.front();
+    for (int w : group->workers) {
+      const auto& queue = chip_ready_[w];
+      const bool earlier_queued =
+          !queue.empty() && queue.front()->ready_sequence < group->ready_sequence;
+      if (room[w] != kRingSlots || earlier_queued) return;
+    }
+    group_ready_.pop_front();
+    group->status = TaskStatus::kRunning;
+    for (size_t m = 0; m < group->workers.size(); ++m) {
+      --room[group->workers[m]];
+      out.push_back({group, m});
+    }
+  }
+}
+
+}  // namespace rankflow::runtime

@@ -1,0 +1,119 @@
+// TaskGraph on its own, without ranks: which tasks become ready when, in which order chips take
+// them, how a group reserves its workers, and what a failure skips.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+#include "rankflow/error.h"
+#include "runtime/protocol.h"
+#include "runtime/task_graph.h"
+
+namespace rankflow::runtime {
+namespace {
+
+ByteUse write(uint64_t buffer) {
+  return {buffer, 0, 8, false, true, {}};
+}
+ByteUse read(uint64_t buffer) {
+  return {buffer, 0, 8, true, false, {}};
+}
+
+struct Graph {
+  std::vector<std::shared_ptr<TaskState>> subs;
+  int chip_work = 0;
+  TaskGraph graph{2, [this](std::shared_ptr<TaskState> t) { subs.push_back(std::move(t)); },
+                  [this] { ++chip_work; }};
+
+  std::shared_ptr<TaskState> add(std::vector<int> workers, std::vector<ByteUse> uses,
+                                 std::vector<uint64_t> after = {}) {
+    auto t = std::make_shared<TaskState>();
+    t->name = "t";
+    t->sub = workers.empty();
+    t->workers = std::move(workers);
+    t->member_args.resize(std::max<size_t>(1, t->workers.size()));
+    graph.add(t, uses, after);
+    return t;
+  }
+  std::vector<uint64_t> take(std::vector<uint32_t> room = {kRingSlots, kRingSlots}) {
+    std::vector<Posting> out;
+    graph.take_ready(room, out);
+    std::vector<uint64_t> ids;
+    for (const auto& p : out)
+      ids.push_back(p.task->id * 10 + p.member);
+    return ids;
+  }
+};
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+TEST(TaskGraphTest, DependentsBecomeReadyWhenTheirPredecessorsFinish) {
+  Graph g;
+  auto a = g.add({0}, {write(1)});
+  auto b = g.add({1}, {read(1)});
+  auto c = g.add({}, {read(1)});  // a sub
+  EXPECT_THAT(b->deps, ElementsAre(a->id));
+  EXPECT_THAT(g.take(), ElementsAre(a->id * 10));
+  EXPECT_THAT(g.take(), IsEmpty());
+  EXPECT_EQ(g.graph.outstanding(), 3u);
+  g.graph.finish(a, true, "");
+  EXPECT_THAT(g.take(), ElementsAre(b->id * 10));
+  ASSERT_EQ(g.subs.size(), 1u);
+  EXPECT_EQ(g.subs[0], c);
+  g.graph.finish(b, true, "");
+  g.graph.finish(c, true, "");
+  EXPECT_EQ(g.graph.outstanding(), 0u);
+  EXPECT_EQ(b->status.load(), TaskStatus::kSucceeded);
+}
+
+TEST(TaskGraphTest, AChipTakesOnlyWhatItsRingHolds) {
+  Graph g;
+  for (int i = 0; i < 5; ++i)
+    g.add({0}, {});
+  EXPECT_EQ(g.take({2, kRingSlots}).size(), 2u);
+  EXPECT_EQ(g.take({kRingSlots, kRingSlots}).size(), 3u);
+}
+
+TEST(TaskGraphTest, AGroupReservesItsWorkersAndLaunchesWhenAllAreIdle) {
+  Graph g;
+  auto busy = g.add({1}, {});
+  EXPECT_THAT(g.take(), ElementsAre(busy->id * 10));
+  auto group = g.add({0, 1}, {});
+  auto later = g.add({0}, {});
+  // Worker 1 is busy: the group waits, and worker 0 takes nothing that came after it.
+  EXPECT_THAT(g.take({kRingSlots, kRingSlots - 1}), IsEmpty());
+  g.graph.finish(busy, true, "");
+  EXPECT_THAT(g.take(), ElementsAre(group->id * 10, group->id * 10 + 1, later->id * 10));
+}
+
+TEST(TaskGraphTest, AFailureSkipsEveryDependentAndFailsTheRun) {
+  Graph g;
+  auto a = g.add({0}, {write(1)});
+  auto b = g.add({1}, {read(1), write(2)});
+  auto c = g.add({0}, {read(2)});
+  auto d = g.add({1}, {write(3)});
+  g.take();
+  g.graph.finish(a, false, "boom");
+  EXPECT_EQ(a->status.load(), TaskStatus::kFailed);
+  EXPECT_EQ(b->status.load(), TaskStatus::kSkipped);
+  EXPECT_EQ(c->status.load(), TaskStatus::kSkipped);
+  EXPECT_THAT(c->error, ::testing::HasSubstr("failed"));
+  EXPECT_EQ(g.graph.first_error(), "boom");
+  EXPECT_THROW(g.add({0}, {}), RemoteFailure);
+  g.graph.finish(d, true, "");
+  EXPECT_EQ(g.graph.outstanding(), 0u);
+}
+
+TEST(TaskGraphTest, AfterMustNameAnEarlierTaskOfThisRun) {
+  Graph g;
+  auto a = g.add({0}, {});
+  EXPECT_THROW(g.add({0}, {}, {a->id + 5}), InvalidArgument);
+  g.graph.finish(a, true, "");
+  g.graph.begin_run();
+  EXPECT_THROW(g.add({0}, {}, {a->id}), InvalidArgument);  // the previous run's
+}
+
+}  // namespace
+}  // namespace rankflow::runtime
