@@ -13,39 +13,6 @@ bool ranges_overlap(size_t a_begin, size_t a_end, size_t b_begin, size_t b_end) 
   return a_begin < b_end && b_begin < a_end;
 }
 
-// A strided view's box in the coordinates of its layout: the index of its first element in
-// every dimension, and the byte offset left below the innermost stride (the phase). Every byte
-// position has one such representation when each dimension fits inside one step of the
-// dimension above, so two views of one layout and phase share an element exactly when their
-// boxes intersect. False when a dimension would wrap into the next (no box exists).
-bool box_of(const ByteUse& u, size_t first[kMaxDims], size_t& phase) {
-  const Layout& l = u.layout;
-  size_t rest = u.begin;
-  for (uint32_t d = 0; d < l.ndim; ++d) {
-    first[d] = rest / l.stride[d];
-    rest %= l.stride[d];
-    if (d > 0 && (l.stride[d - 1] % l.stride[d] != 0 ||
-                  first[d] + l.shape[d] > l.stride[d - 1] / l.stride[d])) {
-      return false;
-    }
-  }
-  phase = rest;
-  return phase + l.element_bytes <= l.stride[l.ndim - 1];
-}
-
-bool same_layout(const Layout& a, const Layout& b) {
-  if (a.ndim != b.ndim || a.element_bytes != b.element_bytes) return false;
-  for (uint32_t d = 0; d < a.ndim; ++d) {
-    if (a.stride[d] != b.stride[d]) return false;
-  }
-  return true;
-}
-
-// Whether `write` touches every byte of `earlier` (a strided write never counts).
-bool covers(const ByteUse& write, const ByteUse& earlier) {
-  return write.layout.ndim == 0 && write.begin <= earlier.begin && earlier.end <= write.end;
-}
-
 }  // namespace
 
 bool overlaps(const ByteUse& a, const ByteUse& b) {
@@ -76,8 +43,7 @@ void DependencyTracker::BufferRecords::for_each_candidate(const ByteUse& use, Vi
       visit(it->second);
     }
   }
-  for (const Record& r : strided_)
-    visit(r);
+  strided_.for_each_candidate(use, visit);
 }
 
 void DependencyTracker::BufferRecords::erase_covered_by(const ByteUse& write) {
@@ -90,14 +56,12 @@ void DependencyTracker::BufferRecords::erase_covered_by(const ByteUse& write) {
       ++it;
     }
   }
-  strided_.erase(std::remove_if(strided_.begin(), strided_.end(),
-                                [&](const Record& r) { return covers(write, r.use); }),
-                 strided_.end());
+  strided_.erase_covered_by(write);
 }
 
 void DependencyTracker::BufferRecords::add(uint64_t task, const ByteUse& use) {
   if (use.layout.ndim != 0) {
-    strided_.push_back({task, use});
+    strided_.add(task, use);
     return;
   }
   contiguous_.emplace(use.begin, Record{task, use});

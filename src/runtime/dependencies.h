@@ -16,25 +16,9 @@
 #include <vector>
 
 #include "runtime/protocol.h"
+#include "runtime/strided_index.h"
 
 namespace rankflow::runtime {
-
-// The elements of a strided view: a box of `shape` with byte `stride`s from the view's start.
-struct Layout {
-  uint32_t ndim = 0;  // 0: contiguous, every byte of [begin, end)
-  size_t element_bytes = 0;
-  size_t shape[kMaxDims] = {};
-  size_t stride[kMaxDims] = {};
-};
-
-struct ByteUse {
-  uint64_t buffer;
-  size_t begin;  // the first element's first byte
-  size_t end;    // one past the last element's last byte
-  bool reads;
-  bool writes;
-  Layout layout;
-};
 
 // Whether two uses may touch a common byte (exact for contiguous ranges and for strided views
 // of one layout; conservative otherwise).
@@ -51,14 +35,11 @@ class DependencyTracker {
   void forget(uint64_t buffer) { by_buffer_.erase(buffer); }
 
  private:
-  struct Record {
-    uint64_t task;
-    ByteUse use;
-  };
+  using Record = UseRecord;
   // The records of one buffer. Contiguous ones sit in an interval index by first byte, so a
   // use finds the records its range may touch in O(log n + k) instead of scanning every
-  // earlier view of the allocation; strided ones (their bounding ranges can span the whole
-  // buffer) are compared one by one, as before.
+  // earlier view of the allocation; strided ones sit in a StridedIndex (boxes per layout,
+  // indexed per dimension).
   class BufferRecords {
    public:
     // Calls `visit(record)` for every record whose bytes may overlap `use`'s bounding range
@@ -72,7 +53,7 @@ class DependencyTracker {
    private:
     std::multimap<size_t, Record> contiguous_;  // by use.begin
     std::multiset<size_t> lengths_;             // end - begin of each contiguous record
-    std::vector<Record> strided_;
+    StridedIndex strided_;
   };
   std::unordered_map<uint64_t, BufferRecords> by_buffer_;
 };

@@ -133,7 +133,8 @@ class ScanTracker {
 
 // The interval index gives exactly the scan's answers: 20,000 tasks of random contiguous
 // ranges (single elements to the whole buffer, zero-length ones too), strided column and row
-// blocks, reads, writes and both, over two buffers.
+// blocks of one layout (indexed per dimension) and of a second layout at two phases (every
+// other column), reads, writes and both, over two buffers.
 TEST(DependencyTrackerTest, IntervalIndexAnswersAsTheScanOnRandomViews) {
   std::mt19937_64 random(20261201);
   auto below = [&](size_t n) { return static_cast<size_t>(random() % n); };
@@ -149,10 +150,18 @@ TEST(DependencyTrackerTest, IntervalIndexAnswersAsTheScanOnRandomViews) {
       const size_t begin = below(1024);
       const size_t length = kind < 4 ? 4 * below(3) : below(1025 - begin);
       uses.push_back({buffer, begin, begin + length, reads, writes, {}});
-    } else {  // a strided block of the 16 x 16 int32 matrix
+    } else if (kind < 9) {  // a strided block of the 16 x 16 int32 matrix
       const size_t r0 = below(16), c0 = below(16);
       ByteUse u = block(writes, r0, r0 + 1 + below(16 - r0), c0, c0 + 1 + below(16 - c0), buffer);
       u.reads = reads;
+      uses.push_back(u);
+    } else {  // every other column of a block: another layout, at phase 0 or 4
+      const size_t r0 = below(16), c0 = below(16);
+      ByteUse u = block(writes, r0, r0 + 1 + below(16 - r0), c0, c0 + 1, buffer);
+      u.reads = reads;
+      u.layout.shape[1] = 1 + below((16 - c0 + 1) / 2);
+      u.layout.stride[1] = 8;
+      u.end = u.begin + (u.layout.shape[0] - 1) * 64 + (u.layout.shape[1] - 1) * 8 + 4;
       uses.push_back(u);
     }
     const auto expected = scan.add(task, uses);
