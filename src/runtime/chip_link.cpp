@@ -11,6 +11,8 @@ ChipLink::ChipLink(Team& team, int chip)
       ring_(team.offset("ring")),
       completions_(team.offset("completions") +
                    static_cast<size_t>(chip) * kRingSlots * kCompletionStride),
+      done_(done_counter(team, chip)),
+      posted_counter_(team, chip + 1, posted_counter(team)),
       in_flight_(kRingSlots),
       outbox_(kRingSlots * kDescStride) {}
 
@@ -23,7 +25,7 @@ void ChipLink::post(std::shared_ptr<TaskState> task, size_t member) {
 
 void ChipLink::put_slot(uint64_t slot, size_t bytes) {
   team_.put(chip_ + 1, ring_ + slot * kDescStride, outbox(slot), bytes);
-  team_.signal(chip_ + 1, kPostedSignal);
+  posted_counter_.advance();
 }
 
 Completion ChipLink::read_completion(uint64_t slot) const {

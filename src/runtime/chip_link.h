@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "rankflow/team.h"
+#include "runtime/counter.h"
 #include "runtime/protocol.h"
 #include "runtime/task.h"
 #include "runtime/task_codec.h"
@@ -30,10 +31,11 @@ class ChipLink {
   // Posts the end-of-run marker once a slot is free (collecting completions meanwhile).
   template <typename OnDone>
   void post_end_of_run(OnDone&& on_done);
-  // Reads every completion that arrived: on_done(task, record) for each task (end-of-run
-  // acknowledgements carry no task). True if any arrived.
+  // Reads every completion that arrived: on_done(task, ok, record) for each task (end-of-run
+  // acknowledgements carry no task). The records themselves are read only when a task failed
+  // or `want_records` (spans for the trace); otherwise `record` is null. True if any arrived.
   template <typename OnDone>
-  bool collect(OnDone&& on_done);
+  bool collect(OnDone&& on_done, bool want_records);
   // Tells the chip the host is alive (its wait for the next task restarts its deadline).
   void beat() { team_.signal(chip_ + 1, kHeartbeatSignal); }
   // The task in the oldest occupied slot, or null.
@@ -48,6 +50,9 @@ class ChipLink {
   int chip_;
   size_t ring_;         // the ring's offset in every window
   size_t completions_;  // this chip's completion records in the host's window
+  size_t done_;         // this chip's completion counter in the host's window (then failures)
+  uint64_t failed_seen_ = 0;
+  CounterWriter posted_counter_;                       // descriptors posted, in the chip's window
   std::vector<std::shared_ptr<TaskState>> in_flight_;  // by slot
   std::vector<std::byte> outbox_;                      // kRingSlots descriptors, by slot
   uint64_t posted_ = 0;
@@ -55,15 +60,23 @@ class ChipLink {
 };
 
 template <typename OnDone>
-bool ChipLink::collect(OnDone&& on_done) {
-  const uint64_t arrived = team_.signal_value(kDoneSignalBase + static_cast<uint32_t>(chip_));
+bool ChipLink::collect(OnDone&& on_done, bool want_records) {
+  const uint64_t arrived = read_counter(team_, done_);
   if (completed_ == arrived) return false;
+  const uint64_t failed = read_counter(team_, done_ + sizeof(uint64_t));
+  const bool read_records = want_records || failed != failed_seen_;
+  failed_seen_ = failed;
   while (completed_ < arrived) {
     const uint64_t slot = completed_ % kRingSlots;
-    const Completion record = read_completion(slot);
     std::shared_ptr<TaskState> task = std::move(in_flight_[slot]);
     ++completed_;
-    if (task) on_done(task, record);
+    if (!task) continue;  // the acknowledgement of an end-of-run marker
+    if (!read_records) {
+      on_done(task, true, nullptr);
+      continue;
+    }
+    const Completion record = read_completion(slot);
+    on_done(task, record.ok != 0, &record);
   }
   return true;
 }
@@ -72,7 +85,7 @@ template <typename OnDone>
 void ChipLink::post_end_of_run(OnDone&& on_done) {
   team_.wait_until(
       [&] {
-        collect(on_done);
+        collect(on_done, false);
         return room() > 0;
       },
       [&] {

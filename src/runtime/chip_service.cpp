@@ -54,6 +54,7 @@ class ChipArgs {
  public:
   ChipArgs(Team& team, const DecodedTask& task, const ChipDomains& domains, int chip)
       : team_(team), task_(task) {
+    if (task.args.empty()) return;  // nothing to map or stage
     const size_t arena = team.offset("arena");
     bool fetched = false;
     staged_.resize(task.args.size());
@@ -90,6 +91,7 @@ class ChipArgs {
   // Writes staged outputs back to the host (they land before the completion signal): the
   // elements only, so other tasks' elements between a strided view's rows stay untouched.
   void write_back() {
+    if (task_.args.empty()) return;
     const size_t arena = team_.offset("arena");
     bool put = false;
     for (size_t i = 0; i < task_.args.size(); ++i) {
@@ -137,7 +139,10 @@ ChipService::ChipService(Team& team, const KernelTable& kernels,
       kernels_(kernels),
       env_{std::move(context), domains_},
       rank_(rank),
-      chip_(rank - 1) {}
+      chip_(rank - 1),
+      posted_(posted_counter(team)),
+      done_(team, 0, done_counter(team, rank - 1)),
+      failed_(team, 0, failed_counter(team, rank - 1)) {}
 
 // Waits for descriptor `sequence`. The deadline (RANKFLOW_TIMEOUT_S) restarts at every heartbeat
 // of the host, so only a host that is gone or stuck times a chip out.
@@ -149,14 +154,14 @@ void ChipService::wait_for_descriptor(uint64_t sequence) {
     t.wait_until(
         [&] {
           now_beats = t.signal_value(kHeartbeatSignal);
-          return t.signal_value(kPostedSignal) >= sequence || now_beats != beats;
+          return read_counter(t, posted_) >= sequence || now_beats != beats;
         },
         [&] {
           return "chip worker " + std::to_string(chip_) + " (rank " + std::to_string(rank_) +
                  ") heard nothing from the host for " + transport::format_seconds(t.timeout()) +
                  " while waiting for its next task: the host is gone or stuck";
         });
-    if (t.signal_value(kPostedSignal) >= sequence) return;
+    if (read_counter(t, posted_) >= sequence) return;
     beats = now_beats;
   }
 }
@@ -228,7 +233,8 @@ void ChipService::serve_run() {
     record.end_ns = now_ns();
     t.put(0, completions + (chip_ * kRingSlots + slot) * kCompletionStride, &record,
           used_bytes(record));
-    t.signal(0, kDoneSignalBase + static_cast<uint32_t>(chip_));
+    if (!record.ok) failed_.advance();  // before done: the host then reads the record
+    done_.advance();
     if (end_of_run) {
       t.flush();
       domains_.close_all();  // collective per domain, in the same order on every member

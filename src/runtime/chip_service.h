@@ -10,6 +10,7 @@
 
 #include "rankflow/team.h"
 #include "runtime/builtin_kernels.h"
+#include "runtime/counter.h"
 #include "runtime/domains.h"
 #include "runtime/kernel_table.h"
 #include "runtime/task_codec.h"
@@ -37,6 +38,9 @@ class ChipService {
   int rank_;
   int chip_;
   uint64_t sequence_ = 0;  // descriptors consumed so far
+  size_t posted_;          // the host's count of descriptors posted here (local)
+  CounterWriter done_;     // this chip's completions, in the host's window
+  CounterWriter failed_;   // ... and how many of them failed
   DecodedTask decoded_;    // reused for every descriptor
 };
 

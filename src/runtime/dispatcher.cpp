@@ -32,10 +32,11 @@ Dispatcher::Kicking::~Kicking() {
 Dispatcher::Dispatcher(Team& team, TaskGraph& graph, TaskObserver& observer,
                        std::chrono::nanoseconds timeout)
     : team_(team), graph_(graph), observer_(observer), timeout_(timeout) {
+  rounds_.mapped = team.mapped_everywhere();
   const int chips = team.size() - 1;
   for (int c = 0; c < chips; ++c)
     links_.emplace_back(team, c);
-  scratch_.room.resize(chips);
+  rounds_.room.resize(chips);
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -49,7 +50,7 @@ Dispatcher::~Dispatcher() {
 }
 
 void Dispatcher::begin_run() {
-  last_beat_ = Clock::now();
+  rounds_.last_beat = Clock::now();
   run_open_ = true;
 }
 
@@ -61,32 +62,39 @@ void Dispatcher::chip_work_queued() {
 }
 
 bool Dispatcher::pump() {
-  team_.progress();
+  // Over mapped memory every post and completion is a plain store: UCX needs progress only
+  // now and then (as Team::wait_until does).
+  const bool periodic = (++rounds_.count & 15) == 0;
+  if (!rounds_.mapped || periodic) team_.progress();
   bool moved = false;
+  const bool spans = observer_.wants_spans();
   for (ChipLink& link : links_) {
-    moved |= link.collect([&](const std::shared_ptr<TaskState>& task, const Completion& r) {
-      observer_.task_left(*task, {link.chip(), r.start_ns, r.end_ns, r.ok != 0});
-      graph_.finish(task, r.ok != 0, r.message);
-    });
+    moved |= link.collect(
+        [&](const std::shared_ptr<TaskState>& task, bool ok, const Completion* r) {
+          TaskSpan span{link.chip(), r ? r->start_ns : 0, r ? r->end_ns : 0, ok};
+          observer_.task_left(*task, span);
+          graph_.finish(task, ok, r ? r->message : "");
+        },
+        spans);
   }
   for (size_t c = 0; c < links_.size(); ++c)
-    scratch_.room[c] = links_[c].room();
-  scratch_.postings.clear();
-  graph_.take_ready(scratch_.room, scratch_.postings);
-  for (Posting& p : scratch_.postings) {
+    rounds_.room[c] = links_[c].room();
+  rounds_.postings.clear();
+  graph_.take_ready(rounds_.room, rounds_.postings);
+  for (Posting& p : rounds_.postings) {
     const int chip = p.task->workers[p.member];
     links_[chip].post(std::move(p.task), p.member);
   }
-  moved |= !scratch_.postings.empty();
-  beat_if_due();
+  moved |= !rounds_.postings.empty();
+  if (periodic) beat_if_due();
   return moved;
 }
 
 void Dispatcher::beat_if_due() {
   if (!run_open_.load(std::memory_order_relaxed)) return;
   const auto now = Clock::now();
-  if (now - last_beat_ < kHeartbeatEvery) return;
-  last_beat_ = now;
+  if (now - rounds_.last_beat < kHeartbeatEvery) return;
+  rounds_.last_beat = now;
   for (ChipLink& link : links_)
     link.beat();
 }
@@ -167,7 +175,7 @@ void Dispatcher::finish_run() {
     }
     backoff.pause([&](std::chrono::microseconds d) { sleep_for_wakeup(d, seen_wakeups); });
   }
-  auto on_done = [&](const std::shared_ptr<TaskState>&, const Completion&) {};
+  auto on_done = [&](const std::shared_ptr<TaskState>&, bool, const Completion*) {};
   for (ChipLink& link : links_)
     link.post_end_of_run(on_done);
   team_.flush();

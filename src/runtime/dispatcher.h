@@ -71,11 +71,13 @@ class Dispatcher {
   TaskObserver& observer_;
   std::chrono::nanoseconds timeout_;
   std::vector<ChipLink> links_;
-  struct {
-    std::vector<uint32_t> room;
-    std::vector<Posting> postings;
-  } scratch_;  // of pump(), kept to allocate nothing per round
-  std::chrono::steady_clock::time_point last_beat_{};
+  struct Rounds {                   // pump()'s own state (the driver's)
+    bool mapped = false;            // every window is mapped: posts are plain stores
+    uint32_t count = 0;             // to progress UCX every 16th round when mapped
+    std::vector<uint32_t> room;     // scratch, kept to allocate nothing per round
+    std::vector<Posting> postings;  // scratch
+    std::chrono::steady_clock::time_point last_beat{};
+  } rounds_;
   std::mutex driver_;                  // held by the driving thread
   std::atomic<int> want_drive_{0};     // body threads waiting for the driver role
   std::atomic<uint64_t> drives_{0};    // rounds driven by body threads (for the watch)

@@ -19,6 +19,7 @@ class Lease {
   ~Lease() {
     std::lock_guard lock(queue_->mutex);
     queue_->released.push_back(what_);
+    queue_->pending.store(queue_->released.size(), std::memory_order_release);
     queue_->released_cv.notify_all();
   }
 
@@ -63,14 +64,15 @@ std::optional<Tensor> HostMemory::try_alloc(std::vector<size_t> shape, DType dty
 }
 
 bool HostMemory::has_released() {
-  std::lock_guard lock(leases_->mutex);
-  return !leases_->released.empty();
+  return leases_->pending.load(std::memory_order_acquire) > 0;
 }
 
 std::vector<LeaseQueue::Released> HostMemory::take_released() {
   std::vector<LeaseQueue::Released> released;
+  if (!has_released()) return released;  // the usual case: no lock
   std::lock_guard lock(leases_->mutex);
   released.swap(leases_->released);
+  leases_->pending.store(0, std::memory_order_release);
   return released;
 }
 
@@ -79,6 +81,7 @@ void HostMemory::end_run() {
   live_.clear();
   std::lock_guard lock(leases_->mutex);
   leases_->released.clear();
+  leases_->pending.store(0, std::memory_order_release);
 }
 
 }  // namespace rankflow::runtime

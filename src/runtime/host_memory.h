@@ -5,6 +5,7 @@
 // main thread (the body); leases may be released from any thread, through their queue.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +33,7 @@ struct LeaseQueue {
   std::mutex mutex;
   std::condition_variable released_cv;
   std::vector<Released> released;
+  std::atomic<size_t> pending{0};  // released.size(), read without the lock
 };
 
 class HostMemory {

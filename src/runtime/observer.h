@@ -24,10 +24,13 @@ struct TaskSpan {
 class TaskObserver {
  public:
   virtual ~TaskObserver() = default;
+  // Whether task_left needs real spans (the chips then send their start and end times).
+  virtual bool wants_spans() const { return false; }
   virtual void run_began(uint64_t /*run*/) {}
   // The task entered the graph (its dependencies are known).
   virtual void task_submitted(const std::shared_ptr<TaskState>& /*task*/) {}
-  // The task, or one member of a group, left its worker: finished or failed.
+  // The task, or one member of a group, left its worker: finished or failed. Without
+  // wants_spans() a chip task's span may carry no times (start == end == 0).
   virtual void task_left(const TaskState& /*task*/, const TaskSpan& /*span*/) {}
   // Every task of the run is done; the run's memory is about to go.
   virtual void run_ended(uint64_t /*run*/) {}
@@ -35,7 +38,11 @@ class TaskObserver {
 
 class ObserverList : public TaskObserver {
  public:
-  void add(std::unique_ptr<TaskObserver> observer) { observers_.push_back(std::move(observer)); }
+  void add(std::unique_ptr<TaskObserver> observer) {
+    wants_spans_ |= observer->wants_spans();
+    observers_.push_back(std::move(observer));
+  }
+  bool wants_spans() const override { return wants_spans_; }
   void run_began(uint64_t run) override {
     for (auto& o : observers_)
       o->run_began(run);
@@ -55,6 +62,7 @@ class ObserverList : public TaskObserver {
 
  private:
   std::vector<std::unique_ptr<TaskObserver>> observers_;
+  bool wants_spans_ = false;
 };
 
 }  // namespace rankflow::runtime

@@ -16,10 +16,10 @@ constexpr uint32_t kMaxScalarArgs = 128;
 constexpr uint32_t kMaxDims = 5;
 constexpr size_t kMessageBytes = 480;
 
-// Signal slots of the runtime team.
-constexpr uint32_t kPostedSignal = 0;     // on a chip: descriptors posted to it
-constexpr uint32_t kDoneSignalBase = 1;   // on the host: + chip id, completions from that chip
-constexpr uint32_t kHeartbeatSignal = 1;  // on a chip: the host is alive and a run is open
+// The runtime team's one signal slot: on a chip, the host is alive and a run is open. Posted
+// and completed counts are single-writer counters (counter.h).
+constexpr uint32_t kHeartbeatSignal = 0;
+constexpr uint32_t kRuntimeSignalSlots = 1;
 
 enum class DescKind : uint32_t { kTask = 1, kEndRun = 2 };
 

@@ -139,14 +139,16 @@ bool TaskGraph::has_ready_chip_work() {
 void TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& out) {
   std::lock_guard lock(mutex_);
   take_groups(room, out);
-  hold_from_.assign(chip_ready_.size(), UINT64_MAX);
-  if (!group_ready_.empty()) {
+  const bool held = !group_ready_.empty();
+  if (held) {
+    hold_from_.assign(chip_ready_.size(), UINT64_MAX);
     for (int w : group_ready_.front()->workers)
       hold_from_[w] = group_ready_.front()->ready_sequence;
   }
   for (size_t c = 0; c < chip_ready_.size(); ++c) {
     auto& queue = chip_ready_[c];
-    while (!queue.empty() && queue.front()->ready_sequence < hold_from_[c] && room[c] > 0) {
+    const uint64_t hold = held ? hold_from_[c] : UINT64_MAX;
+    while (!queue.empty() && queue.front()->ready_sequence < hold && room[c] > 0) {
       queue.front()->status = TaskStatus::kRunning;
       out.push_back({std::move(queue.front()), 0});
       queue.pop_front();

@@ -18,6 +18,7 @@ class TraceWriter : public TaskObserver {
  public:
   TraceWriter(std::string path, int chips, int sub_workers)
       : path_(std::move(path)), chips_(chips), sub_workers_(sub_workers) {}
+  bool wants_spans() const override { return true; }
   void task_left(const TaskState& task, const TaskSpan& span) override;
   void run_ended(uint64_t run) override;
 

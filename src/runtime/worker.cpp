@@ -15,9 +15,10 @@ namespace rankflow::detail {
 using runtime::ChipService;
 using runtime::HostServices;
 using runtime::kCompletionStride;
+using runtime::kCounterStride;
 using runtime::kDescStride;
-using runtime::kDoneSignalBase;
 using runtime::kRingSlots;
+using runtime::kRuntimeSignalSlots;
 using runtime::Scheduler;
 
 WorkerImpl::WorkerImpl(int& argc, char**& argv, WorkerOptions options)
@@ -88,9 +89,10 @@ void WorkerImpl::init() {
       context_, MPI_COMM_WORLD,
       {{"ring", kRingSlots * kDescStride},
        {"completions", completions},
+       {"counters", (static_cast<size_t>(chips()) + 1) * kCounterStride, kCounterStride},
        {"child", options_.child_arena_bytes, 4096},  // each chip's child memory
        {"arena", options_.host_arena_bytes, 4096}},  // last: only the host holds it
-      "runtime", kDoneSignalBase + static_cast<uint32_t>(chips()), /*last_buffer_here=*/is_host()));
+      "runtime", kRuntimeSignalSlots, /*last_buffer_here=*/is_host()));
   if (is_host()) {
     scheduler_ =
         std::make_unique<Scheduler>(HostServices{*team_, options_, kernels_, context_->timeout()});
