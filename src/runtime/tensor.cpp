@@ -68,29 +68,33 @@ void Tensor::check_host_span(size_t element_bytes) const {
 
 Tensor Tensor::view(std::vector<size_t> shape, std::vector<size_t> strides,
                     size_t byte_offset) const {
-  const std::string what = "Tensor::view(shape " + dims(shape) + ", strides " + dims(strides) +
-                           ", byte offset " + std::to_string(byte_offset) + ")";
-  if (buffer_ == 0) throw InvalidArgument(what + ": of an empty tensor");
+  // Built only on the way to an error: views are on the hot path of every sliced submit.
+  auto describe = [&](const std::vector<size_t>& sh, const std::vector<size_t>& st) {
+    return "Tensor::view(shape " + dims(sh) + ", strides " + dims(st) + ", byte offset " +
+           std::to_string(byte_offset) + ")";
+  };
+  auto what = [&] { return describe(shape, strides); };
+  if (buffer_ == 0) throw InvalidArgument(what() + ": of an empty tensor");
   if (shape.empty() || shape.size() > runtime::kMaxDims) {
-    throw InvalidArgument(what + ": a view has 1 to " + std::to_string(runtime::kMaxDims) +
+    throw InvalidArgument(what() + ": a view has 1 to " + std::to_string(runtime::kMaxDims) +
                           " dimensions");
   }
   if (strides.empty()) strides = contiguous_strides(shape);
   if (strides.size() != shape.size()) {
-    throw InvalidArgument(what + ": one stride per dimension");
+    throw InvalidArgument(what() + ": one stride per dimension");
   }
   for (size_t s : strides) {
-    if (s == 0) throw InvalidArgument(what + ": strides must be positive");
+    if (s == 0) throw InvalidArgument(what() + ": strides must be positive");
   }
   if (byte_offset % dtype_size(dtype_) != 0) {
-    throw InvalidArgument(what + ": the offset is not a multiple of the element size (" +
+    throw InvalidArgument(what() + ": the offset is not a multiple of the element size (" +
                           std::to_string(dtype_size(dtype_)) + " bytes)");
   }
   Tensor v = *this;
   v.shape_ = std::move(shape);
   v.strides_ = std::move(strides);
   if (byte_offset > alloc_end_ - offset_ || v.extent_bytes() > alloc_end_ - offset_ - byte_offset) {
-    throw InvalidArgument(what + ": reaches outside its allocation of " +
+    throw InvalidArgument(describe(v.shape_, v.strides_) + ": reaches outside its allocation of " +
                           std::to_string(alloc_end_ - alloc_begin_) + " bytes");
   }
   v.offset_ = offset_ + byte_offset;
