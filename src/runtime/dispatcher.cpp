@@ -61,13 +61,9 @@ void Dispatcher::chip_work_queued() {
   wake_.notify_all();
 }
 
-bool Dispatcher::pump() {
-  // Over mapped memory every post and completion is a plain store: UCX needs progress only
-  // now and then (as Team::wait_until does).
-  const bool periodic = (++rounds_.count & 15) == 0;
-  if (!rounds_.mapped || periodic) team_.progress();
-  bool moved = false;
+bool Dispatcher::collect() {
   const bool spans = observer_.wants_spans();
+  bool moved = false;
   for (ChipLink& link : links_) {
     moved |= link.collect(
         [&](const std::shared_ptr<TaskState>& task, bool ok, const Completion* r) {
@@ -77,15 +73,36 @@ bool Dispatcher::pump() {
         },
         spans);
   }
+  return moved;
+}
+
+bool Dispatcher::post_ready(bool& left) {
   for (size_t c = 0; c < links_.size(); ++c)
     rounds_.room[c] = links_[c].room();
   rounds_.postings.clear();
-  graph_.take_ready(rounds_.room, rounds_.postings);
+  left = graph_.take_ready(rounds_.room, rounds_.postings);
   for (Posting& p : rounds_.postings) {
     const int chip = p.task->workers[p.member];
     links_[chip].post(std::move(p.task), p.member);
   }
-  moved |= !rounds_.postings.empty();
+  return !rounds_.postings.empty();
+}
+
+bool Dispatcher::pump(bool kick) {
+  // Over mapped memory every post and completion is a plain store: UCX needs progress only
+  // now and then (as Team::wait_until does).
+  const bool periodic = (++rounds_.count & 15) == 0;
+  if (!rounds_.mapped || periodic) team_.progress();
+  bool moved = false;
+  bool left = false;
+  // Right after a submit, post first and read the chips' completion counters (a cache miss
+  // each) only when ready work did not fit; otherwise collect first, freeing ring slots.
+  if (!kick) moved |= collect();
+  moved |= post_ready(left);
+  if (kick && left) {
+    moved |= collect();
+    moved |= post_ready(left);
+  }
   if (periodic) beat_if_due();
   return moved;
 }
@@ -105,7 +122,7 @@ void Dispatcher::kick() {
     return;
   }
   t_driving = true;
-  pump();
+  pump(/*kick=*/true);
   t_driving = false;
   driver_.unlock();
   drives_.fetch_add(1, std::memory_order_relaxed);

@@ -59,7 +59,13 @@ class Dispatcher {
   };
 
  private:
-  bool pump();  // one round, the driver role held; true if anything moved
+  // One round, the driver role held: collect completions, post what is ready, and (every 16th
+  // round) progress UCX and send heartbeats. A kick's round collects only when ready work did
+  // not fit. True if anything moved.
+  bool pump(bool kick = false);
+  bool collect();
+  // Posts what is ready and fits; `left`: ready work remains that did not. True if it posted.
+  bool post_ready(bool& left);
   void beat_if_due();
   void loop();  // the scheduler thread
   bool should_take_over(uint64_t& seen_drives);

@@ -136,7 +136,7 @@ bool TaskGraph::has_ready_chip_work() {
 // Ready work in the order it became ready. Each chip runs its single tasks FIFO; the group at
 // the head of the group queue reserves its workers: single tasks that became ready after it
 // wait until it has launched.
-void TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& out) {
+bool TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& out) {
   std::lock_guard lock(mutex_);
   take_groups(room, out);
   const bool held = !group_ready_.empty();
@@ -155,6 +155,10 @@ void TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& ou
       --room[c];
     }
   }
+  bool left = !group_ready_.empty();
+  for (size_t c = 0; c < chip_ready_.size() && !left; ++c)
+    left = !chip_ready_[c].empty();
+  return left;
 }
 
 void TaskGraph::take_groups(std::vector<uint32_t>& room, std::vector<Posting>& out) {

@@ -43,8 +43,8 @@ class TaskGraph {
   void finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
   // Takes ready chip work that fits: `room[c]` free ring slots of chip c (kRingSlots when it
   // is idle). Groups launch all members at once when every one of their workers is idle and
-  // has nothing queued from before the group.
-  void take_ready(std::vector<uint32_t>& room, std::vector<Posting>& out);
+  // has nothing queued from before the group. True when ready work is left that did not fit.
+  bool take_ready(std::vector<uint32_t>& room, std::vector<Posting>& out);
   bool has_ready_chip_work();
   // Drops the records of a buffer whose memory was reclaimed.
   void forget(uint64_t buffer);
