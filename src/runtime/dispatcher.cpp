@@ -125,7 +125,7 @@ void Dispatcher::kick() {
   pump(/*kick=*/true);
   t_driving = false;
   driver_.unlock();
-  drives_.fetch_add(1, std::memory_order_relaxed);
+  bump(drives_);
 }
 
 namespace {
@@ -133,7 +133,7 @@ namespace {
 // Holds the driver role for a body thread: asks the scheduler thread to give it up.
 class DriverRole {
  public:
-  DriverRole(std::mutex& driver, std::atomic<int>& want, std::atomic<uint64_t>& drives)
+  DriverRole(DriverLock& driver, std::atomic<int>& want, std::atomic<uint64_t>& drives)
       : driver_(driver), want_(want), drives_(drives) {
     want_.fetch_add(1);
     driver_.lock();
@@ -143,11 +143,11 @@ class DriverRole {
     t_driving = false;
     driver_.unlock();
     want_.fetch_sub(1);
-    drives_.fetch_add(1, std::memory_order_relaxed);
+    bump(drives_);
   }
 
  private:
-  std::mutex& driver_;
+  DriverLock& driver_;
   std::atomic<int>& want_;
   std::atomic<uint64_t>& drives_;
 };

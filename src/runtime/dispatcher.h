@@ -11,7 +11,7 @@
 //     also sends the heartbeats of a long body, and wakes at once for work a sub-worker made
 //     ready.
 //
-// The driver role is a mutex; a body that wants it raises want_drive_, and the scheduler
+// The driver role is a DriverLock; a body that wants it raises want_drive_, and the scheduler
 // thread gives it up at the end of its round.
 #pragma once
 
@@ -25,6 +25,7 @@
 
 #include "rankflow/team.h"
 #include "runtime/chip_link.h"
+#include "runtime/driver_lock.h"
 #include "runtime/observer.h"
 #include "runtime/task_graph.h"
 
@@ -84,7 +85,7 @@ class Dispatcher {
     std::vector<Posting> postings;  // scratch
     std::chrono::steady_clock::time_point last_beat{};
   } rounds_;
-  std::mutex driver_;                  // held by the driving thread
+  DriverLock driver_;                  // held by the driving thread
   std::atomic<int> want_drive_{0};     // body threads waiting for the driver role
   std::atomic<uint64_t> drives_{0};    // rounds driven by body threads (for the watch)
   std::atomic<bool> run_open_{false};  // heartbeats go out

@@ -242,7 +242,7 @@ std::shared_ptr<TaskState> Scheduler::enter(bool sub, uint32_t fn,
   }
   if (member_args.size() > 1) check_task_uses(uses, name);
   if (fn != kCreateDomainKernel) domains_.note_submit();
-  auto task = std::make_shared<TaskState>();
+  auto task = tasks_.make();
   task->sub = sub;
   task->fn = fn;
   task->name = name;

@@ -32,6 +32,7 @@
 #include "runtime/run_domains.h"
 #include "runtime/sub_worker_pool.h"
 #include "runtime/task_graph.h"
+#include "runtime/task_pool.h"
 
 namespace rankflow::runtime {
 
@@ -84,6 +85,7 @@ class Scheduler : public detail::OrchestratorBackend {
   int chips_;
   uint64_t run_ = 0;
   BufferIds ids_;
+  TaskPool tasks_;
   HostMemory host_;
   ChildMemory child_;
   RunDomains domains_;
