@@ -8,6 +8,7 @@ namespace rankflow::runtime {
 // The free states and control blocks, behind one lock.
 struct TaskPool::Store {
   static constexpr size_t kBlockBytes = 128;  // a shared_ptr control block fits
+  static constexpr size_t kKeep = 4096;       // free states kept (a larger run frees the rest)
   std::mutex mutex;
   std::vector<TaskState*> states;
   std::vector<void*> blocks;
@@ -64,8 +65,11 @@ struct PoolAllocator {
   }
   void deallocate(T* p, size_t n) {
     if (n != 1) return ::operator delete(p);
-    std::lock_guard lock(store->mutex);
-    store->blocks.push_back(p);
+    {
+      std::lock_guard lock(store->mutex);
+      if (store->blocks.size() < TaskPool::Store::kKeep) return store->blocks.push_back(p);
+    }
+    ::operator delete(p);
   }
   template <typename U>
   bool operator==(const PoolAllocator<U>& other) const {
@@ -87,8 +91,11 @@ std::shared_ptr<TaskState> TaskPool::make() {
   if (state == nullptr) state = new TaskState;
   auto recycle = [store = store_](TaskState* t) {
     reset(*t);
-    std::lock_guard lock(store->mutex);
-    store->states.push_back(t);
+    {
+      std::lock_guard lock(store->mutex);
+      if (store->states.size() < Store::kKeep) return store->states.push_back(t);
+    }
+    delete t;
   };
   return std::shared_ptr<TaskState>(state, std::move(recycle), PoolAllocator<TaskState>(store_));
 }
