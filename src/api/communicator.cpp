@@ -98,7 +98,9 @@ size_t checked_bytes(size_t count, DType dtype, size_t blocks, const char* opera
 
 class CommunicatorImpl {
  public:
-  explicit CommunicatorImpl(MPI_Comm comm) : context_(transport::Context::acquire()) {
+  // The overrides are read first: a bad value fails before anything collective is made.
+  explicit CommunicatorImpl(MPI_Comm comm)
+      : overrides_(coll::overrides_from_environment()), context_(transport::Context::acquire()) {
     if (comm == MPI_COMM_NULL) throw InvalidArgument("Communicator::from_mpi: MPI_COMM_NULL");
     int inter = 0;
     MPI_Comm_test_inter(comm, &inter);
@@ -110,7 +112,6 @@ class CommunicatorImpl {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     grow_staging(kMinStage);
-    overrides_ = coll::overrides_from_environment();
   }
 
   ~CommunicatorImpl() {
@@ -269,8 +270,16 @@ class CommunicatorImpl {
   }
 
   const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes) const {
-    return coll::select_allreduce(requested, bytes, size_, overrides_);
+    return coll::select_allreduce(requested, bytes, size_, overrides_.allreduce);
   }
+  // The algorithm of `table` for a message of `bytes` (see registry.h).
+  template <typename Args>
+  const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
+                                      const typename coll::AlgorithmTable<Args>::Rules& rules,
+                                      size_t bytes) const {
+    return table.select(bytes, size_, staging_->has_inbox(), rules);
+  }
+  const coll::Overrides& overrides() const { return overrides_; }
 
  private:
   static constexpr size_t kMinStage = size_t{1} << 20;
@@ -303,6 +312,7 @@ class CommunicatorImpl {
     return a.offset + static_cast<size_t>(static_cast<const std::byte*>(p) - a.base);
   }
 
+  coll::Overrides overrides_;  // RANKFLOW_ALLREDUCE and the others, read when created
   std::shared_ptr<transport::Context> context_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
@@ -322,7 +332,6 @@ class CommunicatorImpl {
   std::vector<Registered> allocations_;
   std::weak_ptr<RequestState> outstanding_;
   RequestState blocking_;
-  std::vector<coll::SizeRule> overrides_;  // RANKFLOW_ALLREDUCE, read when created
   std::weak_ptr<CommunicatorImpl> self_;
 };
 
@@ -368,32 +377,41 @@ Communicator Communicator::split(int color, int key) const {
 
 namespace {
 
+// Launches `chosen` on send/recv: straight from and into the caller's memory where it pushes
+// (nothing staged), else through prepare_pair, copying in and out only what the algorithm does
+// not do itself. `args(src, dst, src_ptr, dst_ptr)` builds the algorithm's arguments.
+template <typename Args, typename MakeArgs>
+void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
+                       const coll::Algorithm<Args>& chosen, size_t bytes, const void* send,
+                       size_t send_bytes, void* recv, size_t recv_bytes, MakeArgs&& args) {
+  const auto* src_ptr = static_cast<const std::byte*>(send);
+  auto* dst_ptr = static_cast<std::byte*>(recv);
+  coll::CollContext& staging = impl.staging();
+  if (chosen.pushes.holds(bytes, impl.size(), staging.has_inbox())) {
+    impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+      return chosen.run(c, args(0, 0, src_ptr, dst_ptr));
+    });
+    return;
+  }
+  impl.prepare_pair(state, chosen.label, send, send_bytes, recv, recv_bytes, !chosen.stages_src,
+                    !chosen.writes_dst,
+                    [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
+                      const bool staged = staged_recv != nullptr;  // else symmetric memory
+                      return chosen.run(
+                          c, args(src, dst, chosen.stages_src && staged ? src_ptr : nullptr,
+                                  chosen.writes_dst ? staged_recv : nullptr));
+                    });
+}
+
 Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                      size_t count, DType dtype, ReduceOp op, std::string_view algorithm) {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t bytes = checked_bytes(count, dtype, 1, "allreduce");
   const coll::AllreduceAlgorithm& chosen = impl.select_allreduce(algorithm, bytes);
   return impl.launch(blocking, [&](RequestState& state) {
-    const bool pushes = chosen.pushes != nullptr && chosen.pushes(impl.staging(), bytes);
-    if (pushes) {  // small: straight from and into the caller's memory (any), nothing staged
-      const auto* src = static_cast<const std::byte*>(send);
-      auto* dst = static_cast<std::byte*>(recv);
-      impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
-        return chosen.run(c, {0, 0, count, &reducer, src, dst});
-      });
-      return;
-    }
-    // Onephase and twophase write the caller's recv themselves: no copy-out from staging.
-    // Twophase also stages the caller's send itself, only the parts that peers read.
-    const bool direct_out = chosen.writes_dst;
-    const bool direct_in = chosen.stages_src;
-    const auto* src_ptr = static_cast<const std::byte*>(send);
-    impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, !direct_in, !direct_out,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                        const bool staged = staged_recv != nullptr;  // else symmetric memory
-                        return chosen.run(
-                            c, {src, dst, count, &reducer, direct_in && staged ? src_ptr : nullptr,
-                                direct_out ? staged_recv : nullptr});
+    prepare_algorithm(impl, state, chosen, bytes, send, bytes, recv, bytes,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::AllreduceArgs{src, dst, count, &reducer, sp, dp};
                       });
   });
 }
@@ -403,18 +421,11 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const size_t block = checked_bytes(count, dtype, 1, "allgather");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
   const size_t es = dtype_size(dtype);
+  const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::pushes_blocks(impl.staging(), block)) {  // small: one round, nothing staged
-      impl.prepare_local(state, "allgather", [&](coll::CollContext& c) {
-        return coll::allgather_pushed(c, static_cast<const std::byte*>(send),
-                                      static_cast<std::byte*>(recv), block);
-      });
-      return;
-    }
-    // Staged: the result goes straight into recv (no copy out).
-    impl.prepare_pair(state, "allgather", send, block, recv, total, true, false,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                        return coll::allgather_mesh(c, src, dst, count, es, staged_recv);
+    prepare_algorithm(impl, state, chosen, block, send, block, recv, total,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ExchangeArgs{src, dst, block, es, sp, dp};
                       });
   });
 }
@@ -422,19 +433,15 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
 Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                           size_t count, DType dtype, ReduceOp op) {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
+  const size_t block = checked_bytes(count, dtype, 1, "reduce_scatter");
   const size_t total =
       checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
+  const auto& chosen =
+      impl.select(coll::reduce_scatter_table(), impl.overrides().reduce_scatter, block);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::pushes_blocks(impl.staging(), count * dtype_size(dtype))) {  // small: one round
-      impl.prepare_local(state, "reduce_scatter", [&](coll::CollContext& c) {
-        return coll::reduce_scatter_pushed(c, static_cast<const std::byte*>(send),
-                                           static_cast<std::byte*>(recv), count, reducer);
-      });
-      return;
-    }
-    impl.prepare_pair(state, "reduce_scatter", send, total, recv, count * dtype_size(dtype), true,
-                      true, [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
-                        return coll::reduce_scatter_mesh(c, src, dst, count, reducer);
+    prepare_algorithm(impl, state, chosen, block, send, total, recv, block,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ReduceScatterArgs{src, dst, count, &reducer, sp, dp};
                       });
   });
 }
@@ -444,30 +451,25 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   impl.check_root(root, "broadcast");
   const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
+  const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes);
+  auto* ptr = static_cast<std::byte*>(buffer);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::broadcast_streams(impl.staging(), bytes)) {  // small: the root streams, returns
-      impl.prepare_local(state, "broadcast", [&](coll::CollContext& c) {
-        return coll::broadcast_streamed(c, static_cast<std::byte*>(buffer), bytes, root);
-      });
-      return;
-    }
-    if (coll::broadcast_pushes(impl.staging(), bytes)) {  // up to 4 KiB on two: the root pushes
-      impl.prepare_local(state, "broadcast", [&](coll::CollContext& c) {
-        return coll::broadcast_pushed(c, static_cast<std::byte*>(buffer), bytes, root);
+    if (chosen.pushes.holds(bytes, impl.size(), impl.staging().has_inbox())) {
+      impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+        return chosen.run(c, {0, bytes, root, ptr, nullptr});
       });
       return;
     }
     // One buffer: the root stages it in "in"; the others fetch it straight into theirs. A
-    // blocking root stages chunk by chunk while they fetch; a non-blocking one stages it all
-    // now (the caller may reuse a plain buffer as soon as the call returns).
-    const bool stage_now = is_root && !blocking;
-    impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, stage_now, false,
+    // blocking root whose algorithm stages its source does so chunk by chunk while they fetch; a
+    // non-blocking one stages it all now (the caller may reuse a plain buffer at once).
+    const bool stage_now = is_root && (!chosen.stages_src || !blocking);
+    impl.prepare_pair(state, chosen.label, buffer, bytes, buffer, bytes, stage_now,
+                      !chosen.writes_dst,
                       [&](coll::CollContext& c, size_t at, size_t, std::byte* staged_recv) {
                         const bool staged = staged_recv != nullptr;  // else symmetric memory
-                        const auto* from = is_root && !stage_now && staged
-                                               ? static_cast<const std::byte*>(buffer)
-                                               : nullptr;
-                        return coll::broadcast_direct(c, at, bytes, root, staged_recv, from);
+                        const std::byte* from = is_root && !stage_now && staged ? ptr : nullptr;
+                        return chosen.run(c, {at, bytes, root, staged_recv, from});
                       });
   });
 }
@@ -476,17 +478,11 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
                       size_t count, DType dtype) {
   const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
+  const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::pushes_blocks(impl.staging(), block)) {  // small: one round, nothing staged
-      impl.prepare_local(state, "all_to_all", [&](coll::CollContext& c) {
-        return coll::all_to_all_pushed(c, static_cast<const std::byte*>(send),
-                                       static_cast<std::byte*>(recv), block);
-      });
-      return;
-    }
-    impl.prepare_pair(state, "all_to_all", send, total, recv, total, true, false,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                        return coll::all_to_all_mesh(c, src, dst, block, staged_recv);
+    prepare_algorithm(impl, state, chosen, block, send, total, recv, total,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ExchangeArgs{src, dst, block, dtype_size(dtype), sp, dp};
                       });
   });
 }
