@@ -126,6 +126,7 @@ class Communicator {
   void close();
 
  private:
+  friend class CommunicatorImpl;
   explicit Communicator(std::shared_ptr<CommunicatorImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<CommunicatorImpl> impl_;
 };

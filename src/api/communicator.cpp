@@ -1,6 +1,8 @@
-// Communicator (library mode, see rankflow/communicator.h): argument checks, the choice between
-// zero-copy symmetric buffers and the staging window, and the dispatch to collective algorithms.
-// Runs on the calling thread.
+// Communicator (library mode, see rankflow/communicator.h): argument checks, requests, and the
+// dispatch of each collective through its algorithm table (collectives/registry.h). Where the
+// buffers go (symmetric memory or the staging window) is api/buffer_placement's. Runs on the
+// calling thread (and, with RANKFLOW_PROGRESS=thread, requests advance on the progress thread
+// under its lock).
 #include "rankflow/communicator.h"
 
 #include <atomic>
@@ -11,26 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include "api/buffer_placement.h"
+#include "api/communicator_internal.h"
 #include "collectives/registry.h"
 #include "common/log.h"
 #include "rankflow/error.h"
 #include "transport/team_state.h"
 
 namespace rankflow {
-
-struct SymmetricAllocation {
-  std::unique_ptr<coll::CollContext> coll;
-  size_t offset = 0;  // of the data within the window
-  size_t bytes = 0;
-  std::byte* base = nullptr;
-  ~SymmetricAllocation() {
-    try {
-      coll->team().close();
-    } catch (const std::exception& e) {
-      log::warn("releasing symmetric buffer: ", e.what());
-    }
-  }
-};
 
 struct RequestState {
   std::shared_ptr<CommunicatorImpl> owner;          // keeps the staging window alive
@@ -75,16 +65,6 @@ size_t SymmetricBuffer::bytes() const {
 
 namespace {
 
-std::unique_ptr<coll::CollContext> make_coll(const std::shared_ptr<transport::Context>& context,
-                                             MPI_Comm comm, std::vector<BufferSpec> buffers,
-                                             const char* name) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  buffers.push_back({"inbox", coll::CollContext::inbox_buffer_bytes(size), 64});
-  return std::make_unique<coll::CollContext>(transport::create_team(
-      context, comm, std::move(buffers), name, coll::CollContext::signal_slots_for(size)));
-}
-
 size_t checked_bytes(size_t count, DType dtype, size_t blocks, const char* operation) {
   const size_t es = dtype_size(dtype);
   if (count > (SIZE_MAX / es) / std::max<size_t>(blocks, 1)) {
@@ -111,7 +91,7 @@ class CommunicatorImpl {
     context_->mpi_wait(request, "Communicator::from_mpi (communicator duplication)");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    grow_staging(kMinStage);
+    placement_ = std::make_unique<api::BufferPlacement>(context_, comm_);
   }
 
   ~CommunicatorImpl() {
@@ -126,8 +106,7 @@ class CommunicatorImpl {
     if (comm_ == MPI_COMM_NULL) return;
     transport::ProgressThread::Guard guard(progress_thread());
     finish_outstanding();
-    staging_->team().close();
-    staging_.reset();
+    placement_->close();
     MPI_Comm_free(&comm_);
   }
 
@@ -137,15 +116,16 @@ class CommunicatorImpl {
 
   SymmetricBuffer alloc(size_t bytes) {
     live();
-    auto allocation = std::make_shared<SymmetricAllocation>();
-    allocation->coll = make_coll(context_, comm_, {{"data", bytes, 4096}}, "symmetric");
-    allocation->offset = allocation->coll->team().offset("data");
-    allocation->bytes = bytes;
-    allocation->base = allocation->coll->local(allocation->offset);
-    if (timeout_.count() > 0) allocation->coll->team().set_timeout(timeout_);
-    allocations_.push_back({allocation->base, bytes, allocation});
-    return SymmetricBuffer(allocation);
+    return SymmetricBuffer(placement_->alloc(bytes));
   }
+
+  // Collective: collectives on [begin, end) of `team`'s window run in place (see
+  // BufferPlacement::adopt).
+  void adopt(const Team& team, size_t begin, size_t end) {
+    live();
+    placement_->adopt(team, begin, end);
+  }
+  size_t staged_count() const { return placement_->staged_count(); }
 
   // Runs `prepare(state)`, then completes the state at once (blocking calls reuse one state and
   // allocate nothing) or hands it out as a Request (and to the progress thread, if there is
@@ -181,57 +161,35 @@ class CommunicatorImpl {
   // The background progress thread (RANKFLOW_PROGRESS=thread), or null.
   transport::ProgressThread* progress_thread() const { return context_->progress_thread(); }
 
-  // Prepares `make(coll, src_offset, dst_offset)` with send/recv in one window: their symmetric
-  // allocation when both lie in the same one, else the staging window (input copied in now,
-  // output copied out on completion).
+  // Prepares `make(coll, src_offset, dst_offset, staged_recv)` with send/recv in one window
+  // (BufferPlacement::place_pair); staged_recv is the caller's recv when staged, null on
+  // symmetric memory.
   template <typename Make>
   void prepare_pair(RequestState& state, const char* operation, const void* send, size_t send_bytes,
                     void* recv, size_t recv_bytes, bool copy_in, bool copy_out, Make&& make) {
-    if (auto a = symmetric_pair(send, send_bytes, recv, recv_bytes)) {
-      state.context = a->coll.get();
-      state.context->set_operation(operation);
-      state.task = make(*state.context, offset_in(*a, send), offset_in(*a, recv), nullptr);
-      state.allocation = std::move(a);
-      return;
-    }
-    coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
-    state.context = &stage;
-    stage.set_operation(operation);
-    const size_t in = stage.team().offset("in");
-    const size_t out = stage.team().offset(send == recv && !copy_in ? "in" : "out");
-    if (copy_in && send_bytes > 0) std::memcpy(stage.local(in), send, send_bytes);
-    if (copy_out && recv_bytes > 0) {
-      state.copy_to = recv;
-      state.copy_from = stage.local(out);
-      state.copy_bytes = recv_bytes;
-    }
-    state.task = make(stage, in, out, static_cast<std::byte*>(recv));
+    api::Placement p =
+        placement_->place_pair(send, send_bytes, recv, recv_bytes, copy_in, copy_out);
+    state.context = p.context;
+    state.context->set_operation(operation);
+    state.copy_to = p.copy_to;
+    state.copy_from = p.copy_from;
+    state.copy_bytes = p.copy_bytes;
+    state.allocation = std::move(p.allocation);
+    state.task = make(*state.context, p.src, p.dst, p.staged_recv);
   }
 
   // Prepares `make(staging)` on the caller's own memory: for algorithms that push from local
-  // buffers and never let peers read them (small onephase allreduce), so nothing is staged.
+  // buffers and never let peers read them (the pushed and streamed paths), so nothing is staged.
   template <typename Make>
   void prepare_local(RequestState& state, const char* operation, Make&& make) {
-    state.context = staging_.get();
-    staging_->set_operation(operation);
-    state.task = make(*staging_);
-  }
-
-  // The symmetric allocation holding both ranges, or null.
-  std::shared_ptr<SymmetricAllocation> symmetric_pair(const void* send, size_t send_bytes,
-                                                      const void* recv, size_t recv_bytes) {
-    for (auto it = allocations_.begin(); it != allocations_.end(); ++it) {
-      if (!it->holds(send, send_bytes) || !it->holds(recv, recv_bytes)) continue;
-      if (auto allocation = it->allocation.lock()) return allocation;
-      allocations_.erase(it);  // released; its range may be reused by a later allocation
-      return nullptr;
-    }
-    return nullptr;
+    state.context = &placement_->staging();
+    state.context->set_operation(operation);
+    state.task = make(*state.context);
   }
 
   coll::CollContext& staging() {
     live();
-    return *staging_;
+    return placement_->staging();
   }
 
   void complete(RequestState& state, std::chrono::nanoseconds timeout = {}) {
@@ -247,19 +205,23 @@ class CommunicatorImpl {
     outstanding_.reset();
   }
 
-  void set_self(const std::shared_ptr<CommunicatorImpl>& self) { self_ = self; }
+  static Communicator make(MPI_Comm comm) {
+    auto impl = std::make_shared<CommunicatorImpl>(comm);
+    impl->self_ = impl;
+    return Communicator(std::move(impl));
+  }
+  static CommunicatorImpl& of(const Communicator& communicator) { return *communicator.impl_; }
 
   void set_timeout(std::chrono::nanoseconds timeout) {
     live();
-    timeout_ = timeout;
-    staging_->team().set_timeout(timeout);
+    placement_->set_timeout(timeout);
   }
 
   void barrier() {
     transport::ProgressThread::Guard guard(progress_thread());
     live();
     finish_outstanding();
-    staging_->team().barrier();
+    placement_->staging().team().barrier();
   }
 
   void check_root(int root, const char* operation) const {
@@ -277,39 +239,13 @@ class CommunicatorImpl {
   const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
                                       const typename coll::AlgorithmTable<Args>::Rules& rules,
                                       size_t bytes) const {
-    return table.select(bytes, size_, staging_->has_inbox(), rules);
+    return table.select(bytes, size_, placement_->staging().has_inbox(), rules);
   }
   const coll::Overrides& overrides() const { return overrides_; }
 
  private:
-  static constexpr size_t kMinStage = size_t{1} << 20;
-
   void live() const {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
-  }
-
-  // The staging window, grown (collectively, in step on every member since all pass the same
-  // sizes) to hold `bytes` in each of its "in" and "out" buffers.
-  coll::CollContext& staged(size_t bytes) {
-    if (bytes > stage_bytes_) {
-      size_t grown = stage_bytes_;
-      while (grown < bytes)
-        grown *= 2;
-      grow_staging(grown);
-    }
-    return *staging_;
-  }
-
-  void grow_staging(size_t bytes) {
-    if (staging_) staging_->team().close();
-    staging_.reset();
-    staging_ = make_coll(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}}, "staging");
-    if (timeout_.count() > 0) staging_->team().set_timeout(timeout_);
-    stage_bytes_ = bytes;
-  }
-
-  static size_t offset_in(const SymmetricAllocation& a, const void* p) {
-    return a.offset + static_cast<size_t>(static_cast<const std::byte*>(p) - a.base);
   }
 
   coll::Overrides overrides_;  // RANKFLOW_ALLREDUCE and the others, read when created
@@ -317,29 +253,29 @@ class CommunicatorImpl {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 0;
-  std::unique_ptr<coll::CollContext> staging_;
-  size_t stage_bytes_ = 0;
-  std::chrono::nanoseconds timeout_{0};  // 0: the transport's default
-  struct Registered {
-    const std::byte* base;
-    size_t bytes;
-    std::weak_ptr<SymmetricAllocation> allocation;
-    bool holds(const void* p, size_t n) const {
-      const auto* address = static_cast<const std::byte*>(p);
-      return address >= base && n <= bytes && address - base <= static_cast<ptrdiff_t>(bytes - n);
-    }
-  };
-  std::vector<Registered> allocations_;
+  std::unique_ptr<api::BufferPlacement> placement_;  // symmetric memory and staging
   std::weak_ptr<RequestState> outstanding_;
   RequestState blocking_;
   std::weak_ptr<CommunicatorImpl> self_;
 };
 
 Communicator Communicator::from_mpi(MPI_Comm comm) {
-  auto impl = std::make_shared<CommunicatorImpl>(comm);
-  impl->set_self(impl);
-  return Communicator(std::move(impl));
+  return CommunicatorImpl::make(comm);
 }
+
+namespace api {
+
+Communicator communicator_over(MPI_Comm comm, const Team& team, size_t begin, size_t end) {
+  Communicator communicator = CommunicatorImpl::make(comm);
+  CommunicatorImpl::of(communicator).adopt(team, begin, end);
+  return communicator;
+}
+
+size_t staged_collectives(const Communicator& communicator) {
+  return CommunicatorImpl::of(communicator).staged_count();
+}
+
+}  // namespace api
 
 int Communicator::rank() const {
   return impl_->rank();
