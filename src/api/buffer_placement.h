@@ -59,7 +59,8 @@ class BufferPlacement {
 
   // Collective: `bytes` of zeroed symmetric memory in a window of its own.
   std::shared_ptr<SymmetricAllocation> alloc(size_t bytes);
-  // Collective: treats [begin, end) of `team`'s window as symmetric memory. The window must hold
+  // Treats [begin, end) of `team`'s window as symmetric memory (every member adopts the same
+  // range; nothing is communicated). The window must hold
   // the collective_buffers() of the team's size, under their names (see collective_buffers);
   // the collectives get a team of their own over it, whose signals never touch `team`'s.
   void adopt(const Team& team, size_t begin, size_t end);

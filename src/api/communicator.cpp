@@ -119,8 +119,7 @@ class CommunicatorImpl {
     return SymmetricBuffer(placement_->alloc(bytes));
   }
 
-  // Collective: collectives on [begin, end) of `team`'s window run in place (see
-  // BufferPlacement::adopt).
+  // Collectives on [begin, end) of `team`'s window run in place (see BufferPlacement::adopt).
   void adopt(const Team& team, size_t begin, size_t end) {
     live();
     placement_->adopt(team, begin, end);
@@ -239,6 +238,7 @@ class CommunicatorImpl {
   const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
                                       const typename coll::AlgorithmTable<Args>::Rules& rules,
                                       size_t bytes) const {
+    live();
     return table.select(bytes, size_, placement_->staging().has_inbox(), rules);
   }
   const coll::Overrides& overrides() const { return overrides_; }
