@@ -136,15 +136,6 @@ const Algorithm<Args>& AlgorithmTable<Args>::find(std::string_view name) const {
 }
 
 template <typename Args>
-const Algorithm<Args>& AlgorithmTable<Args>::builtin(size_t bytes, int members,
-                                                     bool has_inbox) const {
-  for (const Entry& a : algorithms_) {
-    if (a.preferred.holds(bytes, members, has_inbox)) return a;
-  }
-  return algorithms_.back();  // not reached: every table has an entry preferred for everything
-}
-
-template <typename Args>
 typename AlgorithmTable<Args>::Rules AlgorithmTable<Args>::parse(std::string_view spec) const {
   std::vector<std::string_view> names;
   for (const Entry& a : algorithms_)
@@ -163,25 +154,23 @@ typename AlgorithmTable<Args>::Rules AlgorithmTable<Args>::from_environment() co
 }
 
 template <typename Args>
-const Algorithm<Args>& AlgorithmTable<Args>::select(size_t bytes, int members, bool has_inbox,
-                                                    const Rules& rules) const {
-  const Entry* chosen = nullptr;
+void AlgorithmTable<Args>::log_choice(size_t bytes, int members, const Rules& rules,
+                                      const Entry& chosen) const {
   for (const SizeRule<Args>& rule : rules) {
     if (bytes < rule.min_bytes || bytes >= rule.max_bytes) continue;
-    if (rule.algorithm->serves.holds(bytes, members, has_inbox)) {
-      chosen = rule.algorithm;
-      break;
-    }
-    if (log::enabled(env::LogLevel::kDebug)) {
-      log::debug(variable_, ": ", rule.algorithm->name, " skipped for ", bytes, " bytes on ",
-                 members, " members (it serves ", rule.algorithm->serves.describe(), ")");
-    }
+    if (rule.algorithm == &chosen) break;
+    log::debug(variable_, ": ", rule.algorithm->name, " skipped for ", bytes, " bytes on ", members,
+               " members (it serves ", rule.algorithm->serves.describe(), ")");
   }
-  if (chosen == nullptr) chosen = &builtin(bytes, members, has_inbox);
-  if (log::enabled(env::LogLevel::kDebug)) {
-    log::debug(collective_, " of ", bytes, " bytes on ", members, " members: ", chosen->name);
-  }
-  return *chosen;
+  log::debug(collective_, " of ", bytes, " bytes on ", members, " members: ", chosen.name);
+}
+
+template <typename Args>
+const Algorithm<Args>& AlgorithmTable<Args>::select(size_t bytes, int members, bool has_inbox,
+                                                    const Rules& rules) const {
+  const Entry& chosen = choose(bytes, members, has_inbox, rules);
+  if (log::enabled(env::LogLevel::kDebug)) log_choice(bytes, members, rules, chosen);
+  return chosen;
 }
 
 template class AlgorithmTable<AllreduceArgs>;

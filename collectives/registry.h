@@ -42,11 +42,23 @@ struct Limits {
 inline constexpr Limits kAnyMessage{};
 inline constexpr Limits kNoMessage{1, 0};
 
+// How an entry's run takes its arguments: the allreduce algorithms take AllreduceArgs by value
+// themselves (collective.h); the others' adaptors (tables.cpp) take a reference, so that the
+// struct is not copied on the way (a copy costs a store-forwarding stall on every call).
+template <typename Args>
+struct RunParam {
+  using type = const Args&;
+};
+template <>
+struct RunParam<AllreduceArgs> {
+  using type = AllreduceArgs;
+};
+
 // One entry of a table: the algorithm and what it can do, so callers choose by capability.
 template <typename Args>
 struct Algorithm {
   std::string_view name;
-  CollTask (*run)(CollContext&, Args);
+  CollTask (*run)(CollContext&, typename RunParam<Args>::type);
   std::string_view summary;
   const char* label;  // "<collective>(<name>)", as diagnostics name it
   Limits serves;      // the messages it is correct for; never run outside them
@@ -132,13 +144,30 @@ class AlgorithmTable {
   // Throws InvalidArgument listing the valid names.
   const Entry& find(std::string_view name) const;
   // The built-in choice: the first entry whose `preferred` holds the message.
-  const Entry& builtin(size_t bytes, int members, bool has_inbox) const;
+  const Entry& builtin(size_t bytes, int members, bool has_inbox) const {
+    for (const Entry& a : algorithms_) {
+      if (a.preferred.holds(bytes, members, has_inbox)) return a;
+    }
+    return algorithms_.back();  // not reached: every table has an entry preferred for all
+  }
   // `spec` in the syntax above; errors name variable().
   Rules parse(std::string_view spec) const;
   // The rules of variable() (none when unset or empty). Throws InvalidArgument for a bad value.
   Rules from_environment() const;
   // The first rule whose range holds `bytes` and whose algorithm serves the message, else the
-  // built-in choice. Logs the choice at debug level.
+  // built-in choice. Inline and silent: communicators call it on every collective.
+  const Entry& choose(size_t bytes, int members, bool has_inbox, const Rules& rules) const {
+    for (const SizeRule<Args>& rule : rules) {
+      if (bytes >= rule.min_bytes && bytes < rule.max_bytes &&
+          rule.algorithm->serves.holds(bytes, members, has_inbox))
+        return *rule.algorithm;
+    }
+    return builtin(bytes, members, has_inbox);
+  }
+  // Logs at debug level the rules choose() skipped (their algorithms do not serve the message)
+  // and `chosen`: "allgather of 64 bytes on 2 members: pushed".
+  void log_choice(size_t bytes, int members, const Rules& rules, const Entry& chosen) const;
+  // choose(), logged when RANKFLOW_LOG=debug.
   const Entry& select(size_t bytes, int members, bool has_inbox, const Rules& rules) const;
 
  private:
@@ -147,11 +176,27 @@ class AlgorithmTable {
   std::span<const Entry> algorithms_;
 };
 
-const AlgorithmTable<AllreduceArgs>& allreduce_table();
-const AlgorithmTable<ExchangeArgs>& allgather_table();
-const AlgorithmTable<ReduceScatterArgs>& reduce_scatter_table();
-const AlgorithmTable<BroadcastArgs>& broadcast_table();
-const AlgorithmTable<ExchangeArgs>& all_to_all_table();
+// The tables (tables.cpp).
+extern const AlgorithmTable<AllreduceArgs> kAllreduceTable;
+extern const AlgorithmTable<ExchangeArgs> kAllgatherTable;
+extern const AlgorithmTable<ReduceScatterArgs> kReduceScatterTable;
+extern const AlgorithmTable<BroadcastArgs> kBroadcastTable;
+extern const AlgorithmTable<ExchangeArgs> kAllToAllTable;
+inline const AlgorithmTable<AllreduceArgs>& allreduce_table() {
+  return kAllreduceTable;
+}
+inline const AlgorithmTable<ExchangeArgs>& allgather_table() {
+  return kAllgatherTable;
+}
+inline const AlgorithmTable<ReduceScatterArgs>& reduce_scatter_table() {
+  return kReduceScatterTable;
+}
+inline const AlgorithmTable<BroadcastArgs>& broadcast_table() {
+  return kBroadcastTable;
+}
+inline const AlgorithmTable<ExchangeArgs>& all_to_all_table() {
+  return kAllToAllTable;
+}
 
 // Every table's override rules, read once when a communicator is created.
 struct Overrides {

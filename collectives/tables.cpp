@@ -2,8 +2,8 @@
 // algorithm, each stating the messages it serves, where it is the built-in choice, where it
 // pushes straight from and into the caller's memory, and whether it writes the destination or
 // stages the source itself. The entries call the algorithms declared in collective.h through
-// small adaptors that take one argument struct per collective. The limits restate the
-// algorithms' own predicates (onephase_pushes, pushes_blocks, broadcast_streams,
+// small adaptors that take one argument struct per collective (by reference, see RunParam). The
+// limits restate the algorithms' own predicates (onephase_pushes, pushes_blocks, broadcast_streams,
 // broadcast_pushes); tests/mpi/algorithm_override_test.cpp checks that they agree.
 #include "collectives/registry.h"
 
@@ -41,10 +41,10 @@ constexpr AllreduceAlgorithm kAllreduce[] = {
 
 // ---- allgather
 
-CollTask allgather_pushed_entry(CollContext& c, ExchangeArgs a) {
+CollTask allgather_pushed_entry(CollContext& c, const ExchangeArgs& a) {
   return allgather_pushed(c, a.src_ptr, a.dst_ptr, a.block_bytes);
 }
-CollTask allgather_mesh_entry(CollContext& c, ExchangeArgs a) {
+CollTask allgather_mesh_entry(CollContext& c, const ExchangeArgs& a) {
   return allgather_mesh(c, a.src, a.dst, a.block_bytes / a.elem_size, a.elem_size, a.dst_ptr);
 }
 
@@ -57,10 +57,10 @@ constexpr AllgatherAlgorithm kAllgather[] = {
 
 // ---- reduce_scatter
 
-CollTask reduce_scatter_pushed_entry(CollContext& c, ReduceScatterArgs a) {
+CollTask reduce_scatter_pushed_entry(CollContext& c, const ReduceScatterArgs& a) {
   return reduce_scatter_pushed(c, a.src_ptr, a.dst_ptr, a.count, *a.reducer);
 }
-CollTask reduce_scatter_mesh_entry(CollContext& c, ReduceScatterArgs a) {
+CollTask reduce_scatter_mesh_entry(CollContext& c, const ReduceScatterArgs& a) {
   return reduce_scatter_mesh(c, a.src, a.dst, a.count, *a.reducer);
 }
 
@@ -73,13 +73,13 @@ constexpr ReduceScatterAlgorithm kReduceScatter[] = {
 
 // ---- broadcast
 
-CollTask broadcast_streamed_entry(CollContext& c, BroadcastArgs a) {
+CollTask broadcast_streamed_entry(CollContext& c, const BroadcastArgs& a) {
   return broadcast_streamed(c, a.ptr, a.bytes, a.root);
 }
-CollTask broadcast_pushed_entry(CollContext& c, BroadcastArgs a) {
+CollTask broadcast_pushed_entry(CollContext& c, const BroadcastArgs& a) {
   return broadcast_pushed(c, a.ptr, a.bytes, a.root);
 }
-CollTask broadcast_direct_entry(CollContext& c, BroadcastArgs a) {
+CollTask broadcast_direct_entry(CollContext& c, const BroadcastArgs& a) {
   return broadcast_direct(c, a.buffer, a.bytes, a.root, a.ptr, a.stage_from);
 }
 
@@ -94,10 +94,10 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
 
 // ---- all_to_all
 
-CollTask all_to_all_pushed_entry(CollContext& c, ExchangeArgs a) {
+CollTask all_to_all_pushed_entry(CollContext& c, const ExchangeArgs& a) {
   return all_to_all_pushed(c, a.src_ptr, a.dst_ptr, a.block_bytes);
 }
-CollTask all_to_all_mesh_entry(CollContext& c, ExchangeArgs a) {
+CollTask all_to_all_mesh_entry(CollContext& c, const ExchangeArgs& a) {
   return all_to_all_mesh(c, a.src, a.dst, a.block_bytes, a.dst_ptr);
 }
 
@@ -107,6 +107,8 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
      "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false},
 };
+
+}  // namespace
 
 constexpr AlgorithmTable<AllreduceArgs> kAllreduceTable("allreduce", "RANKFLOW_ALLREDUCE",
                                                         kAllreduce);
@@ -119,23 +121,5 @@ constexpr AlgorithmTable<BroadcastArgs> kBroadcastTable("broadcast", "RANKFLOW_B
                                                         kBroadcast);
 constexpr AlgorithmTable<ExchangeArgs> kAllToAllTable("all_to_all", "RANKFLOW_ALL_TO_ALL",
                                                       kAllToAll);
-
-}  // namespace
-
-const AlgorithmTable<AllreduceArgs>& allreduce_table() {
-  return kAllreduceTable;
-}
-const AlgorithmTable<ExchangeArgs>& allgather_table() {
-  return kAllgatherTable;
-}
-const AlgorithmTable<ReduceScatterArgs>& reduce_scatter_table() {
-  return kReduceScatterTable;
-}
-const AlgorithmTable<BroadcastArgs>& broadcast_table() {
-  return kBroadcastTable;
-}
-const AlgorithmTable<ExchangeArgs>& all_to_all_table() {
-  return kAllToAllTable;
-}
 
 }  // namespace rankflow::coll

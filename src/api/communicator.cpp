@@ -231,15 +231,18 @@ class CommunicatorImpl {
   }
 
   const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes) const {
-    return coll::select_allreduce(requested, bytes, size_, overrides_.allreduce);
+    if (requested != "auto") return coll::allreduce_table().find(requested);
+    return select(coll::allreduce_table(), overrides_.allreduce, bytes);
   }
-  // The algorithm of `table` for a message of `bytes` (see registry.h).
+  // The algorithm of `table` for a message of `bytes` (see registry.h), logged at debug level.
   template <typename Args>
   const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
                                       const typename coll::AlgorithmTable<Args>::Rules& rules,
                                       size_t bytes) const {
     live();
-    return table.select(bytes, size_, placement_->staging().has_inbox(), rules);
+    const auto& chosen = table.choose(bytes, size_, placement_->staging().has_inbox(), rules);
+    if (log_choices_) table.log_choice(bytes, size_, rules, chosen);
+    return chosen;
   }
   const coll::Overrides& overrides() const { return overrides_; }
 
@@ -249,6 +252,7 @@ class CommunicatorImpl {
   }
 
   coll::Overrides overrides_;  // RANKFLOW_ALLREDUCE and the others, read when created
+  bool log_choices_ = log::enabled(env::LogLevel::kDebug);
   std::shared_ptr<transport::Context> context_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
