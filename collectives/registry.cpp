@@ -1,35 +1,14 @@
-// The algorithm table and selection (see registry.h).
+// The override parser and the selection over any table (see registry.h); the tables are in
+// tables.cpp.
 #include "collectives/registry.h"
 
 #include <cstdlib>
 
-#include "collectives/coll_context.h"
 #include "common/log.h"
 #include "rankflow/error.h"
 
 namespace rankflow::coll {
 namespace {
-
-//  name, run, summary, label, writes_dst, stages_src, pushes
-constexpr AllreduceAlgorithm kAllreduce[] = {
-    {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)",
-     true, false, &onephase_pushes},
-    {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
-     "allreduce(twophase)", true, true, nullptr},
-    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring", "allreduce(ring)",
-     false, false, nullptr},
-    {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
-     "allreduce(bidirectional_ring)", false, false, nullptr},
-    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)",
-     false, false, nullptr},
-};
-
-std::string valid_names() {
-  std::string names;
-  for (const auto& a : kAllreduce)
-    names += (names.empty() ? "" : ", ") + std::string(a.name);
-  return names;
-}
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && text.front() == ' ')
@@ -39,7 +18,18 @@ std::string_view trim(std::string_view text) {
   return text;
 }
 
-size_t parse_size(std::string_view text, std::string_view rule) {
+std::string join(std::span<const std::string_view> names) {
+  std::string joined;
+  for (std::string_view name : names)
+    joined += (joined.empty() ? "" : ", ") + std::string(name);
+  return joined;
+}
+
+[[noreturn]] void bad(std::string_view variable, const std::string& what) {
+  throw InvalidArgument(std::string(variable) + ": " + what);
+}
+
+size_t parse_size(std::string_view text, std::string_view rule, std::string_view variable) {
   text = trim(text);
   if (text == "inf") return SIZE_MAX;
   size_t value = 0;
@@ -58,87 +48,158 @@ size_t parse_size(std::string_view text, std::string_view rule) {
   else if (!suffix.empty())
     i = 0;  // not a number after all
   if (i == 0) {
-    throw InvalidArgument("RANKFLOW_ALLREDUCE: '" + std::string(text) + "' in '" +
-                          std::string(rule) +
-                          "' is not a size (bytes with optional k, m, g, or inf)");
+    bad(variable, "'" + std::string(text) + "' in '" + std::string(rule) +
+                      "' is not a size (bytes with optional k, m, g, or inf)");
   }
   return value * scale;
 }
 
+size_t find_name(std::string_view name, std::string_view spec, std::string_view variable,
+                 std::span<const std::string_view> names) {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return i;
+  }
+  bad(variable, "unknown algorithm '" + std::string(name) + "' in '" + std::string(spec) +
+                    "'; valid algorithms are " + join(names));
+}
+
+ParsedRule parse_rule(std::string_view rule, std::string_view variable,
+                      std::span<const std::string_view> names) {
+  const size_t colon = rule.find(':');
+  const size_t dash = rule.find('-', colon == std::string_view::npos ? 0 : colon);
+  if (colon == std::string_view::npos || dash == std::string_view::npos) {
+    bad(variable, "rule '" + std::string(rule) + "' is not name:min-max (for example " +
+                      std::string(names.front()) + ":0-64k)");
+  }
+  const size_t lo = parse_size(rule.substr(colon + 1, dash - colon - 1), rule, variable);
+  const size_t hi = parse_size(rule.substr(dash + 1), rule, variable);
+  if (lo >= hi) bad(variable, "rule '" + std::string(rule) + "' has an empty size range");
+  return {lo, hi, find_name(trim(rule.substr(0, colon)), rule, variable, names)};
+}
+
+std::string range(size_t lo, size_t hi) {
+  return std::to_string(lo) + "-" + (hi == SIZE_MAX ? std::string("inf") : std::to_string(hi));
+}
+
 }  // namespace
 
-std::span<const AllreduceAlgorithm> allreduce_algorithms() {
-  return kAllreduce;
-}
-
-const AllreduceAlgorithm& find_allreduce(std::string_view name) {
-  for (const auto& a : kAllreduce) {
-    if (a.name == name) return a;
+std::string Limits::describe() const {
+  if (empty()) return "no message";
+  std::string text = "messages of " + range(min_bytes, max_bytes) + " bytes";
+  if (min_members > 1 || max_members < INT_MAX) {
+    text += " on ";
+    text += std::to_string(min_members);
+    if (max_members == INT_MAX) {
+      text += " or more";
+    } else if (max_members != min_members) {
+      text += '-';
+      text += std::to_string(max_members);
+    }
+    text += " members";
   }
-  throw InvalidArgument("unknown allreduce algorithm '" + std::string(name) +
-                        "'; valid algorithms are " + valid_names() + " (or auto)");
+  if (needs_inbox) text += " with an inbox";
+  return text;
 }
 
-std::vector<SizeRule> parse_size_rules(std::string_view spec) {
-  std::vector<SizeRule> rules;
+std::vector<ParsedRule> parse_size_rules(std::string_view spec, std::string_view variable,
+                                         std::span<const std::string_view> names) {
+  std::vector<ParsedRule> rules;
   spec = trim(spec);
   if (spec.find(':') == std::string_view::npos) {
-    rules.push_back({0, SIZE_MAX, &find_allreduce(spec)});
+    rules.push_back({0, SIZE_MAX, find_name(spec, spec, variable, names)});
     return rules;
   }
   while (!spec.empty()) {
     const size_t end = spec.find(';');
     const std::string_view rule = trim(spec.substr(0, end));
     spec = end == std::string_view::npos ? std::string_view{} : spec.substr(end + 1);
-    if (rule.empty()) continue;
-    const size_t colon = rule.find(':');
-    const size_t dash = rule.find('-', colon == std::string_view::npos ? 0 : colon);
-    if (colon == std::string_view::npos || dash == std::string_view::npos) {
-      throw InvalidArgument("RANKFLOW_ALLREDUCE: rule '" + std::string(rule) +
-                            "' is not name:min-max (for example onephase:0-64k)");
-    }
-    const size_t lo = parse_size(rule.substr(colon + 1, dash - colon - 1), rule);
-    const size_t hi = parse_size(rule.substr(dash + 1), rule);
-    if (lo >= hi) {
-      throw InvalidArgument("RANKFLOW_ALLREDUCE: rule '" + std::string(rule) +
-                            "' has an empty size range");
-    }
-    rules.push_back({lo, hi, &find_allreduce(trim(rule.substr(0, colon)))});
+    if (!rule.empty()) rules.push_back(parse_rule(rule, variable, names));
   }
   return rules;
 }
 
-const AllreduceAlgorithm& default_allreduce(size_t bytes, int /*members*/) {
-  // Up to 4 KiB onephase pushes: one round, data and flag land in the peer's inbox together.
-  // Above, twophase wins (2 ranks, 2026-11-30 sweep: 8 KiB plain 0.69 us vs 0.84, 16 KiB plain
-  // 0.98 vs 1.53, symmetric equal out of place and 2-3x faster in place): each member reads
-  // 2(P-1)/P of the message instead of P-1, reduces only its own part, and on symmetric memory
-  // delivers it in the same round (bench/coll, docs/performance.md).
-  if (bytes <= CollContext::kInboxBytes) return kAllreduce[0];
-  return kAllreduce[1];
+template <typename Args>
+std::string AlgorithmTable<Args>::valid_names() const {
+  std::string names;
+  for (const Entry& a : algorithms_)
+    names += (names.empty() ? "" : ", ") + std::string(a.name);
+  return names;
 }
 
-std::vector<SizeRule> overrides_from_environment() {
-  const char* env = std::getenv("RANKFLOW_ALLREDUCE");
+template <typename Args>
+const Algorithm<Args>& AlgorithmTable<Args>::find(std::string_view name) const {
+  for (const Entry& a : algorithms_) {
+    if (a.name == name) return a;
+  }
+  throw InvalidArgument("unknown " + std::string(collective_) + " algorithm '" + std::string(name) +
+                        "'; valid algorithms are " + valid_names() + " (or auto)");
+}
+
+template <typename Args>
+typename AlgorithmTable<Args>::Rules AlgorithmTable<Args>::parse(std::string_view spec) const {
+  std::vector<std::string_view> names;
+  for (const Entry& a : algorithms_)
+    names.push_back(a.name);
+  Rules rules;
+  for (const ParsedRule& r : parse_size_rules(spec, variable_, names))
+    rules.push_back({r.min_bytes, r.max_bytes, &algorithms_[r.index]});
+  return rules;
+}
+
+template <typename Args>
+typename AlgorithmTable<Args>::Rules AlgorithmTable<Args>::from_environment() const {
+  const char* env = std::getenv(variable_);
   if (env == nullptr || *env == '\0') return {};
-  return parse_size_rules(env);
+  return parse(env);
+}
+
+template <typename Args>
+void AlgorithmTable<Args>::log_choice(size_t bytes, int members, const Rules& rules,
+                                      const Entry& chosen) const {
+  for (const SizeRule<Args>& rule : rules) {
+    if (bytes < rule.min_bytes || bytes >= rule.max_bytes) continue;
+    if (rule.algorithm == &chosen) break;
+    log::debug(variable_, ": ", rule.algorithm->name, " skipped for ", bytes, " bytes on ", members,
+               " members (it serves ", rule.algorithm->serves.describe(), ")");
+  }
+  log::debug(collective_, " of ", bytes, " bytes on ", members, " members: ", chosen.name);
+}
+
+template <typename Args>
+const Algorithm<Args>& AlgorithmTable<Args>::select(size_t bytes, int members, bool has_inbox,
+                                                    const Rules& rules) const {
+  const Entry& chosen = choose(bytes, members, has_inbox, rules);
+  if (log::enabled(env::LogLevel::kDebug)) log_choice(bytes, members, rules, chosen);
+  return chosen;
+}
+
+template class AlgorithmTable<AllreduceArgs>;
+template class AlgorithmTable<ExchangeArgs>;
+template class AlgorithmTable<ReduceScatterArgs>;
+template class AlgorithmTable<BroadcastArgs>;
+
+Overrides overrides_from_environment() {
+  return {allreduce_table().from_environment(), allgather_table().from_environment(),
+          reduce_scatter_table().from_environment(), broadcast_table().from_environment(),
+          all_to_all_table().from_environment()};
 }
 
 const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
-                                           const std::vector<SizeRule>& overrides) {
-  if (requested != "auto") return find_allreduce(requested);
-  const AllreduceAlgorithm* chosen = nullptr;
-  for (const SizeRule& rule : overrides) {
-    if (bytes >= rule.min_bytes && bytes < rule.max_bytes) {
-      chosen = rule.algorithm;
-      break;
-    }
-  }
-  if (chosen == nullptr) chosen = &default_allreduce(bytes, members);
-  if (log::enabled(env::LogLevel::kDebug)) {
-    log::debug("allreduce of ", bytes, " bytes on ", members, " members: ", chosen->name);
-  }
-  return *chosen;
+                                           const AlgorithmTable<AllreduceArgs>::Rules& overrides) {
+  if (requested != "auto") return allreduce_table().find(requested);
+  return allreduce_table().select(bytes, members, true, overrides);
+}
+
+std::span<const AllreduceAlgorithm> allreduce_algorithms() {
+  return allreduce_table().algorithms();
+}
+
+const AllreduceAlgorithm& find_allreduce(std::string_view name) {
+  return allreduce_table().find(name);
+}
+
+const AllreduceAlgorithm& default_allreduce(size_t bytes, int members) {
+  return allreduce_table().builtin(bytes, members, true);
 }
 
 }  // namespace rankflow::coll

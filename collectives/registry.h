@@ -1,9 +1,16 @@
-// The algorithm table: every allreduce algorithm by name, the default choice by message size
-// and member count, and the RANKFLOW_ALLREDUCE override ("ring", or size ranges such as
-// "onephase:0-64k;twophase:64k-inf"). Pure apart from reading the environment.
+// The algorithm tables: every algorithm of every collective by name, with what it can do (the
+// sizes and member counts it serves, where it is the built-in choice, whether it pushes from and
+// into the caller's memory, writes the destination or stages the source itself), the default
+// choice, and the environment overrides RANKFLOW_ALLREDUCE, RANKFLOW_ALLGATHER,
+// RANKFLOW_REDUCE_SCATTER, RANKFLOW_BROADCAST and RANKFLOW_ALL_TO_ALL ("name", or size ranges
+// such as "onephase:0-64k;twophase:64k-inf"). The tables themselves are data, in tables.cpp;
+// the parser and the selection are here and in registry.cpp. Pure apart from reading the
+// environment; any thread.
 #pragma once
 
+#include <climits>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -13,46 +20,202 @@
 
 namespace rankflow::coll {
 
-using AllreduceFn = CollTask (*)(CollContext&, AllreduceArgs);
+// A set of messages: sizes in [min_bytes, max_bytes] (both inclusive) on min_members to
+// max_members members, and, with needs_inbox, only on a context that has the low-latency inbox.
+// Sizes are the bytes of `count` elements: the whole message for allreduce and broadcast, one
+// member's block for allgather, reduce_scatter and all_to_all.
+struct Limits {
+  size_t min_bytes = 0;
+  size_t max_bytes = SIZE_MAX;
+  int min_members = 1;
+  int max_members = INT_MAX;
+  bool needs_inbox = false;
 
-// One entry of the table: the algorithm and what it can do, so callers choose by capability.
-struct AllreduceAlgorithm {
-  std::string_view name;
-  AllreduceFn run;
-  std::string_view summary;
-  const char* label;  // "allreduce(<name>)", as diagnostics name it
-  // Writes the result to AllreduceArgs::dst_ptr itself (no copy out of the staging window).
-  bool writes_dst;
-  // Stages the input from AllreduceArgs::src_ptr itself, only the parts peers read.
-  bool stages_src;
-  // Non-null when small messages skip the window: true for sizes it pushes straight from and
-  // into the caller's memory (nothing staged, any memory).
-  bool (*pushes)(const CollContext& c, size_t bytes);
+  constexpr bool holds(size_t bytes, int members, bool has_inbox) const {
+    return bytes >= min_bytes && bytes <= max_bytes && members >= min_members &&
+           members <= max_members && (has_inbox || !needs_inbox);
+  }
+  constexpr bool empty() const { return min_bytes > max_bytes || min_members > max_members; }
+  // "blocks of 1-4096 bytes on 2 members", for diagnostics and docs.
+  std::string describe() const;
+};
+inline constexpr Limits kAnyMessage{};
+inline constexpr Limits kNoMessage{1, 0};
+
+// How an entry's run takes its arguments: the allreduce algorithms take AllreduceArgs by value
+// themselves (collective.h); the others' adaptors (tables.cpp) take a reference, so that the
+// struct is not copied on the way (a copy costs a store-forwarding stall on every call).
+template <typename Args>
+struct RunParam {
+  using type = const Args&;
+};
+template <>
+struct RunParam<AllreduceArgs> {
+  using type = AllreduceArgs;
 };
 
-std::span<const AllreduceAlgorithm> allreduce_algorithms();
-// Throws InvalidArgument listing the valid names.
-const AllreduceAlgorithm& find_allreduce(std::string_view name);
+// One entry of a table: the algorithm and what it can do, so callers choose by capability.
+template <typename Args>
+struct Algorithm {
+  std::string_view name;
+  CollTask (*run)(CollContext&, typename RunParam<Args>::type);
+  std::string_view summary;
+  const char* label;  // "<collective>(<name>)", as diagnostics name it
+  Limits serves;      // the messages it is correct for; never run outside them
+  Limits preferred;   // where it is the built-in choice (the first entry whose range holds wins)
+  // Messages it runs straight from and into the caller's memory (any memory, nothing staged,
+  // window offsets unused): the pushed and streamed paths.
+  Limits pushes;
+  // Writes the result to the caller's destination itself (no copy out of the staging window).
+  bool writes_dst;
+  // Stages the input from the caller's source itself (only what peers read).
+  bool stages_src;
+};
 
-// One rule of an override: messages of [min_bytes, max_bytes) bytes use `algorithm`.
+// Arguments of the non-allreduce collectives. Offsets are in the team's window; the pointers are
+// the caller's own memory: for pushing algorithms both, for writes_dst algorithms dst_ptr (null
+// on symmetric memory), for stages_src algorithms src_ptr (null on symmetric memory).
+struct ExchangeArgs {  // allgather and all_to_all
+  size_t src;
+  size_t dst;
+  size_t block_bytes;  // one member's block
+  size_t elem_size;
+  const std::byte* src_ptr = nullptr;
+  std::byte* dst_ptr = nullptr;
+};
+struct ReduceScatterArgs {
+  size_t src;
+  size_t dst;
+  size_t count;  // elements of one block
+  const Reducer* reducer;
+  const std::byte* src_ptr = nullptr;
+  std::byte* dst_ptr = nullptr;
+};
+struct BroadcastArgs {
+  size_t buffer;
+  size_t bytes;
+  int root;
+  std::byte* ptr = nullptr;               // the caller's buffer (pushing) or recv (writes_dst)
+  const std::byte* stage_from = nullptr;  // the root's buffer when the algorithm stages it
+};
+
+using AllreduceAlgorithm = Algorithm<AllreduceArgs>;
+using AllgatherAlgorithm = Algorithm<ExchangeArgs>;
+using AllToAllAlgorithm = Algorithm<ExchangeArgs>;
+using ReduceScatterAlgorithm = Algorithm<ReduceScatterArgs>;
+using BroadcastAlgorithm = Algorithm<BroadcastArgs>;
+
+// One rule of an override: messages of [min_bytes, max_bytes) bytes use `algorithm`, where it
+// serves them.
+template <typename Args>
 struct SizeRule {
   size_t min_bytes;
   size_t max_bytes;
-  const AllreduceAlgorithm* algorithm;
+  const Algorithm<Args>* algorithm;
 };
+
 // Parses "name" or "name:lo-hi;name:lo-hi" (sizes in bytes with optional k, m, g suffixes,
-// powers of 1024, and "inf"). Throws InvalidArgument naming the bad part.
-std::vector<SizeRule> parse_size_rules(std::string_view spec);
+// powers of 1024, and "inf") into ranges over `names`. Throws InvalidArgument naming `variable`,
+// the bad part and, for an unknown name, the valid names.
+struct ParsedRule {
+  size_t min_bytes;
+  size_t max_bytes;
+  size_t index;  // into `names`
+};
+std::vector<ParsedRule> parse_size_rules(std::string_view spec, std::string_view variable,
+                                         std::span<const std::string_view> names);
 
-// The built-in choice, documented in docs/collectives.md.
-const AllreduceAlgorithm& default_allreduce(size_t bytes, int members);
+// A collective's table.
+template <typename Args>
+class AlgorithmTable {
+ public:
+  using Entry = Algorithm<Args>;
+  using Rules = std::vector<SizeRule<Args>>;
 
-// The rules of RANKFLOW_ALLREDUCE (none when unset). Throws InvalidArgument for a bad value.
-std::vector<SizeRule> overrides_from_environment();
+  constexpr AlgorithmTable(const char* collective, const char* variable,
+                           std::span<const Entry> algorithms)
+      : collective_(collective), variable_(variable), algorithms_(algorithms) {}
 
-// `requested` is an algorithm name or "auto"; "auto" takes the first override rule whose range
-// holds `bytes`, then the built-in table.
+  const char* collective() const { return collective_; }  // "allgather"
+  const char* variable() const { return variable_; }      // "RANKFLOW_ALLGATHER"
+  std::span<const Entry> algorithms() const { return algorithms_; }
+  std::string valid_names() const;  // "pushed, mesh"
+
+  // Throws InvalidArgument listing the valid names.
+  const Entry& find(std::string_view name) const;
+  // The built-in choice: the first entry whose `preferred` holds the message.
+  const Entry& builtin(size_t bytes, int members, bool has_inbox) const {
+    for (const Entry& a : algorithms_) {
+      if (a.preferred.holds(bytes, members, has_inbox)) return a;
+    }
+    return algorithms_.back();  // not reached: every table has an entry preferred for all
+  }
+  // `spec` in the syntax above; errors name variable().
+  Rules parse(std::string_view spec) const;
+  // The rules of variable() (none when unset or empty). Throws InvalidArgument for a bad value.
+  Rules from_environment() const;
+  // The first rule whose range holds `bytes` and whose algorithm serves the message, else the
+  // built-in choice. Inline and silent: communicators call it on every collective.
+  const Entry& choose(size_t bytes, int members, bool has_inbox, const Rules& rules) const {
+    for (const SizeRule<Args>& rule : rules) {
+      if (bytes >= rule.min_bytes && bytes < rule.max_bytes &&
+          rule.algorithm->serves.holds(bytes, members, has_inbox))
+        return *rule.algorithm;
+    }
+    return builtin(bytes, members, has_inbox);
+  }
+  // Logs at debug level the rules choose() skipped (their algorithms do not serve the message)
+  // and `chosen`: "allgather of 64 bytes on 2 members: pushed".
+  void log_choice(size_t bytes, int members, const Rules& rules, const Entry& chosen) const;
+  // choose(), logged when RANKFLOW_LOG=debug.
+  const Entry& select(size_t bytes, int members, bool has_inbox, const Rules& rules) const;
+
+ private:
+  const char* collective_;
+  const char* variable_;
+  std::span<const Entry> algorithms_;
+};
+
+// The tables (tables.cpp).
+extern const AlgorithmTable<AllreduceArgs> kAllreduceTable;
+extern const AlgorithmTable<ExchangeArgs> kAllgatherTable;
+extern const AlgorithmTable<ReduceScatterArgs> kReduceScatterTable;
+extern const AlgorithmTable<BroadcastArgs> kBroadcastTable;
+extern const AlgorithmTable<ExchangeArgs> kAllToAllTable;
+inline const AlgorithmTable<AllreduceArgs>& allreduce_table() {
+  return kAllreduceTable;
+}
+inline const AlgorithmTable<ExchangeArgs>& allgather_table() {
+  return kAllgatherTable;
+}
+inline const AlgorithmTable<ReduceScatterArgs>& reduce_scatter_table() {
+  return kReduceScatterTable;
+}
+inline const AlgorithmTable<BroadcastArgs>& broadcast_table() {
+  return kBroadcastTable;
+}
+inline const AlgorithmTable<ExchangeArgs>& all_to_all_table() {
+  return kAllToAllTable;
+}
+
+// Every table's override rules, read once when a communicator is created.
+struct Overrides {
+  AlgorithmTable<AllreduceArgs>::Rules allreduce;
+  AlgorithmTable<ExchangeArgs>::Rules allgather;
+  AlgorithmTable<ReduceScatterArgs>::Rules reduce_scatter;
+  AlgorithmTable<BroadcastArgs>::Rules broadcast;
+  AlgorithmTable<ExchangeArgs>::Rules all_to_all;
+};
+// Throws InvalidArgument naming the variable with a bad value.
+Overrides overrides_from_environment();
+
+// Allreduce also takes an explicit name from the caller: `requested` is an algorithm name or
+// "auto"; "auto" takes the override rules, then the built-in table.
 const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
-                                           const std::vector<SizeRule>& overrides);
+                                           const AlgorithmTable<AllreduceArgs>::Rules& overrides);
+// Shorthands for allreduce_table().algorithms / .find / .builtin (with an inbox).
+std::span<const AllreduceAlgorithm> allreduce_algorithms();
+const AllreduceAlgorithm& find_allreduce(std::string_view name);
+const AllreduceAlgorithm& default_allreduce(size_t bytes, int members);
 
 }  // namespace rankflow::coll

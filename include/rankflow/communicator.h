@@ -8,9 +8,12 @@
 //
 // Every call is collective over the communicator: all members call it in the same order with
 // the same counts. send == recv means in place. Buffers may be any memory; buffers from alloc()
-// (send and recv in the same allocation) skip the staging copies. Errors are rankflow::Error;
-// a member that never arrives ends the call with rankflow::Timeout after RANKFLOW_TIMEOUT_S.
-// One thread at a time may use a communicator.
+// (send and recv in the same allocation), and a domain's buffers on the domain's communicator,
+// skip the staging copies. RANKFLOW_ALLREDUCE, RANKFLOW_ALLGATHER, RANKFLOW_REDUCE_SCATTER,
+// RANKFLOW_BROADCAST and RANKFLOW_ALL_TO_ALL, read here at creation, override the algorithm
+// choice where the named algorithm can serve the message (docs/collectives.md). Errors are
+// rankflow::Error; a member that never arrives ends the call with rankflow::Timeout after
+// RANKFLOW_TIMEOUT_S. One thread at a time may use a communicator.
 //
 // The progress rule. When a blocking collective returns, nothing that any peer needs from this
 // rank still depends on this rank calling into rankflow again: the program may go straight
@@ -126,6 +129,7 @@ class Communicator {
   void close();
 
  private:
+  friend class CommunicatorImpl;
   explicit Communicator(std::shared_ptr<CommunicatorImpl> impl) : impl_(std::move(impl)) {}
   std::shared_ptr<CommunicatorImpl> impl_;
 };

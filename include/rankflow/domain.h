@@ -80,7 +80,9 @@ class DomainContext {
   std::span<T> buffer_as(std::string_view buffer) const {
     return team_.local_as<T>(buffer);
   }
-  // Collectives over the members (allreduce, allgather, reduce_scatter, broadcast, ...).
+  // Collectives over the members (allreduce, allgather, reduce_scatter, broadcast, ...). On
+  // this domain's buffers (send and recv both in the window, at the same offsets on every
+  // member) they run in place, as on Communicator::alloc() memory; other memory is staged.
   Communicator& communicator() { return communicator_; }
   // The members' MPI communicator, for the kernel's own MPI calls (ranks as rank()).
   MPI_Comm mpi_comm() const { return comm_; }

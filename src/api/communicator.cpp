@@ -1,6 +1,8 @@
-// Communicator (library mode, see rankflow/communicator.h): argument checks, the choice between
-// zero-copy symmetric buffers and the staging window, and the dispatch to collective algorithms.
-// Runs on the calling thread.
+// Communicator (library mode, see rankflow/communicator.h): argument checks, requests, and the
+// dispatch of each collective through its algorithm table (collectives/registry.h). Where the
+// buffers go (symmetric memory or the staging window) is api/buffer_placement's. Runs on the
+// calling thread (and, with RANKFLOW_PROGRESS=thread, requests advance on the progress thread
+// under its lock).
 #include "rankflow/communicator.h"
 
 #include <atomic>
@@ -11,26 +13,14 @@
 #include <utility>
 #include <vector>
 
+#include "api/buffer_placement.h"
+#include "api/communicator_internal.h"
 #include "collectives/registry.h"
 #include "common/log.h"
 #include "rankflow/error.h"
 #include "transport/team_state.h"
 
 namespace rankflow {
-
-struct SymmetricAllocation {
-  std::unique_ptr<coll::CollContext> coll;
-  size_t offset = 0;  // of the data within the window
-  size_t bytes = 0;
-  std::byte* base = nullptr;
-  ~SymmetricAllocation() {
-    try {
-      coll->team().close();
-    } catch (const std::exception& e) {
-      log::warn("releasing symmetric buffer: ", e.what());
-    }
-  }
-};
 
 struct RequestState {
   std::shared_ptr<CommunicatorImpl> owner;          // keeps the staging window alive
@@ -75,16 +65,6 @@ size_t SymmetricBuffer::bytes() const {
 
 namespace {
 
-std::unique_ptr<coll::CollContext> make_coll(const std::shared_ptr<transport::Context>& context,
-                                             MPI_Comm comm, std::vector<BufferSpec> buffers,
-                                             const char* name) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  buffers.push_back({"inbox", coll::CollContext::inbox_buffer_bytes(size), 64});
-  return std::make_unique<coll::CollContext>(transport::create_team(
-      context, comm, std::move(buffers), name, coll::CollContext::signal_slots_for(size)));
-}
-
 size_t checked_bytes(size_t count, DType dtype, size_t blocks, const char* operation) {
   const size_t es = dtype_size(dtype);
   if (count > (SIZE_MAX / es) / std::max<size_t>(blocks, 1)) {
@@ -98,7 +78,9 @@ size_t checked_bytes(size_t count, DType dtype, size_t blocks, const char* opera
 
 class CommunicatorImpl {
  public:
-  explicit CommunicatorImpl(MPI_Comm comm) : context_(transport::Context::acquire()) {
+  // The overrides are read first: a bad value fails before anything collective is made.
+  explicit CommunicatorImpl(MPI_Comm comm)
+      : overrides_(coll::overrides_from_environment()), context_(transport::Context::acquire()) {
     if (comm == MPI_COMM_NULL) throw InvalidArgument("Communicator::from_mpi: MPI_COMM_NULL");
     int inter = 0;
     MPI_Comm_test_inter(comm, &inter);
@@ -109,8 +91,7 @@ class CommunicatorImpl {
     context_->mpi_wait(request, "Communicator::from_mpi (communicator duplication)");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
-    grow_staging(kMinStage);
-    overrides_ = coll::overrides_from_environment();
+    placement_ = std::make_unique<api::BufferPlacement>(context_, comm_);
   }
 
   ~CommunicatorImpl() {
@@ -125,8 +106,7 @@ class CommunicatorImpl {
     if (comm_ == MPI_COMM_NULL) return;
     transport::ProgressThread::Guard guard(progress_thread());
     finish_outstanding();
-    staging_->team().close();
-    staging_.reset();
+    placement_->close();
     MPI_Comm_free(&comm_);
   }
 
@@ -136,15 +116,15 @@ class CommunicatorImpl {
 
   SymmetricBuffer alloc(size_t bytes) {
     live();
-    auto allocation = std::make_shared<SymmetricAllocation>();
-    allocation->coll = make_coll(context_, comm_, {{"data", bytes, 4096}}, "symmetric");
-    allocation->offset = allocation->coll->team().offset("data");
-    allocation->bytes = bytes;
-    allocation->base = allocation->coll->local(allocation->offset);
-    if (timeout_.count() > 0) allocation->coll->team().set_timeout(timeout_);
-    allocations_.push_back({allocation->base, bytes, allocation});
-    return SymmetricBuffer(allocation);
+    return SymmetricBuffer(placement_->alloc(bytes));
   }
+
+  // Collectives on [begin, end) of `team`'s window run in place (see BufferPlacement::adopt).
+  void adopt(const Team& team, size_t begin, size_t end) {
+    live();
+    placement_->adopt(team, begin, end);
+  }
+  size_t staged_count() const { return placement_->staged_count(); }
 
   // Runs `prepare(state)`, then completes the state at once (blocking calls reuse one state and
   // allocate nothing) or hands it out as a Request (and to the progress thread, if there is
@@ -180,57 +160,35 @@ class CommunicatorImpl {
   // The background progress thread (RANKFLOW_PROGRESS=thread), or null.
   transport::ProgressThread* progress_thread() const { return context_->progress_thread(); }
 
-  // Prepares `make(coll, src_offset, dst_offset)` with send/recv in one window: their symmetric
-  // allocation when both lie in the same one, else the staging window (input copied in now,
-  // output copied out on completion).
+  // Prepares `make(coll, src_offset, dst_offset, staged_recv)` with send/recv in one window
+  // (BufferPlacement::place_pair); staged_recv is the caller's recv when staged, null on
+  // symmetric memory.
   template <typename Make>
   void prepare_pair(RequestState& state, const char* operation, const void* send, size_t send_bytes,
                     void* recv, size_t recv_bytes, bool copy_in, bool copy_out, Make&& make) {
-    if (auto a = symmetric_pair(send, send_bytes, recv, recv_bytes)) {
-      state.context = a->coll.get();
-      state.context->set_operation(operation);
-      state.task = make(*state.context, offset_in(*a, send), offset_in(*a, recv), nullptr);
-      state.allocation = std::move(a);
-      return;
-    }
-    coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
-    state.context = &stage;
-    stage.set_operation(operation);
-    const size_t in = stage.team().offset("in");
-    const size_t out = stage.team().offset(send == recv && !copy_in ? "in" : "out");
-    if (copy_in && send_bytes > 0) std::memcpy(stage.local(in), send, send_bytes);
-    if (copy_out && recv_bytes > 0) {
-      state.copy_to = recv;
-      state.copy_from = stage.local(out);
-      state.copy_bytes = recv_bytes;
-    }
-    state.task = make(stage, in, out, static_cast<std::byte*>(recv));
+    api::Placement p =
+        placement_->place_pair(send, send_bytes, recv, recv_bytes, copy_in, copy_out);
+    state.context = p.context;
+    state.context->set_operation(operation);
+    state.copy_to = p.copy_to;
+    state.copy_from = p.copy_from;
+    state.copy_bytes = p.copy_bytes;
+    state.allocation = std::move(p.allocation);
+    state.task = make(*state.context, p.src, p.dst, p.staged_recv);
   }
 
   // Prepares `make(staging)` on the caller's own memory: for algorithms that push from local
-  // buffers and never let peers read them (small onephase allreduce), so nothing is staged.
+  // buffers and never let peers read them (the pushed and streamed paths), so nothing is staged.
   template <typename Make>
   void prepare_local(RequestState& state, const char* operation, Make&& make) {
-    state.context = staging_.get();
-    staging_->set_operation(operation);
-    state.task = make(*staging_);
-  }
-
-  // The symmetric allocation holding both ranges, or null.
-  std::shared_ptr<SymmetricAllocation> symmetric_pair(const void* send, size_t send_bytes,
-                                                      const void* recv, size_t recv_bytes) {
-    for (auto it = allocations_.begin(); it != allocations_.end(); ++it) {
-      if (!it->holds(send, send_bytes) || !it->holds(recv, recv_bytes)) continue;
-      if (auto allocation = it->allocation.lock()) return allocation;
-      allocations_.erase(it);  // released; its range may be reused by a later allocation
-      return nullptr;
-    }
-    return nullptr;
+    state.context = &placement_->staging();
+    state.context->set_operation(operation);
+    state.task = make(*state.context);
   }
 
   coll::CollContext& staging() {
     live();
-    return *staging_;
+    return placement_->staging();
   }
 
   void complete(RequestState& state, std::chrono::nanoseconds timeout = {}) {
@@ -246,19 +204,23 @@ class CommunicatorImpl {
     outstanding_.reset();
   }
 
-  void set_self(const std::shared_ptr<CommunicatorImpl>& self) { self_ = self; }
+  static Communicator make(MPI_Comm comm) {
+    auto impl = std::make_shared<CommunicatorImpl>(comm);
+    impl->self_ = impl;
+    return Communicator(std::move(impl));
+  }
+  static CommunicatorImpl& of(const Communicator& communicator) { return *communicator.impl_; }
 
   void set_timeout(std::chrono::nanoseconds timeout) {
     live();
-    timeout_ = timeout;
-    staging_->team().set_timeout(timeout);
+    placement_->set_timeout(timeout);
   }
 
   void barrier() {
     transport::ProgressThread::Guard guard(progress_thread());
     live();
     finish_outstanding();
-    staging_->team().barrier();
+    placement_->staging().team().barrier();
   }
 
   void check_root(int root, const char* operation) const {
@@ -269,68 +231,55 @@ class CommunicatorImpl {
   }
 
   const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes) const {
-    return coll::select_allreduce(requested, bytes, size_, overrides_);
+    if (requested != "auto") return coll::allreduce_table().find(requested);
+    return select(coll::allreduce_table(), overrides_.allreduce, bytes);
   }
+  // The algorithm of `table` for a message of `bytes` (see registry.h), logged at debug level.
+  template <typename Args>
+  const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
+                                      const typename coll::AlgorithmTable<Args>::Rules& rules,
+                                      size_t bytes) const {
+    live();
+    const auto& chosen = table.choose(bytes, size_, placement_->staging().has_inbox(), rules);
+    if (log_choices_) table.log_choice(bytes, size_, rules, chosen);
+    return chosen;
+  }
+  const coll::Overrides& overrides() const { return overrides_; }
 
  private:
-  static constexpr size_t kMinStage = size_t{1} << 20;
-
   void live() const {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
   }
 
-  // The staging window, grown (collectively, in step on every member since all pass the same
-  // sizes) to hold `bytes` in each of its "in" and "out" buffers.
-  coll::CollContext& staged(size_t bytes) {
-    if (bytes > stage_bytes_) {
-      size_t grown = stage_bytes_;
-      while (grown < bytes)
-        grown *= 2;
-      grow_staging(grown);
-    }
-    return *staging_;
-  }
-
-  void grow_staging(size_t bytes) {
-    if (staging_) staging_->team().close();
-    staging_.reset();
-    staging_ = make_coll(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}}, "staging");
-    if (timeout_.count() > 0) staging_->team().set_timeout(timeout_);
-    stage_bytes_ = bytes;
-  }
-
-  static size_t offset_in(const SymmetricAllocation& a, const void* p) {
-    return a.offset + static_cast<size_t>(static_cast<const std::byte*>(p) - a.base);
-  }
-
+  coll::Overrides overrides_;  // RANKFLOW_ALLREDUCE and the others, read when created
+  bool log_choices_ = log::enabled(env::LogLevel::kDebug);
   std::shared_ptr<transport::Context> context_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 0;
-  std::unique_ptr<coll::CollContext> staging_;
-  size_t stage_bytes_ = 0;
-  std::chrono::nanoseconds timeout_{0};  // 0: the transport's default
-  struct Registered {
-    const std::byte* base;
-    size_t bytes;
-    std::weak_ptr<SymmetricAllocation> allocation;
-    bool holds(const void* p, size_t n) const {
-      const auto* address = static_cast<const std::byte*>(p);
-      return address >= base && n <= bytes && address - base <= static_cast<ptrdiff_t>(bytes - n);
-    }
-  };
-  std::vector<Registered> allocations_;
+  std::unique_ptr<api::BufferPlacement> placement_;  // symmetric memory and staging
   std::weak_ptr<RequestState> outstanding_;
   RequestState blocking_;
-  std::vector<coll::SizeRule> overrides_;  // RANKFLOW_ALLREDUCE, read when created
   std::weak_ptr<CommunicatorImpl> self_;
 };
 
 Communicator Communicator::from_mpi(MPI_Comm comm) {
-  auto impl = std::make_shared<CommunicatorImpl>(comm);
-  impl->set_self(impl);
-  return Communicator(std::move(impl));
+  return CommunicatorImpl::make(comm);
 }
+
+namespace api {
+
+Communicator communicator_over(MPI_Comm comm, const Team& team, size_t begin, size_t end) {
+  Communicator communicator = CommunicatorImpl::make(comm);
+  CommunicatorImpl::of(communicator).adopt(team, begin, end);
+  return communicator;
+}
+
+size_t staged_collectives(const Communicator& communicator) {
+  return CommunicatorImpl::of(communicator).staged_count();
+}
+
+}  // namespace api
 
 int Communicator::rank() const {
   return impl_->rank();
@@ -368,32 +317,41 @@ Communicator Communicator::split(int color, int key) const {
 
 namespace {
 
+// Launches `chosen` on send/recv: straight from and into the caller's memory where it pushes
+// (nothing staged), else through prepare_pair, copying in and out only what the algorithm does
+// not do itself. `args(src, dst, src_ptr, dst_ptr)` builds the algorithm's arguments.
+template <typename Args, typename MakeArgs>
+void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
+                       const coll::Algorithm<Args>& chosen, size_t bytes, const void* send,
+                       size_t send_bytes, void* recv, size_t recv_bytes, MakeArgs&& args) {
+  const auto* src_ptr = static_cast<const std::byte*>(send);
+  auto* dst_ptr = static_cast<std::byte*>(recv);
+  coll::CollContext& staging = impl.staging();
+  if (chosen.pushes.holds(bytes, impl.size(), staging.has_inbox())) {
+    impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+      return chosen.run(c, args(0, 0, src_ptr, dst_ptr));
+    });
+    return;
+  }
+  impl.prepare_pair(state, chosen.label, send, send_bytes, recv, recv_bytes, !chosen.stages_src,
+                    !chosen.writes_dst,
+                    [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
+                      const bool staged = staged_recv != nullptr;  // else symmetric memory
+                      return chosen.run(
+                          c, args(src, dst, chosen.stages_src && staged ? src_ptr : nullptr,
+                                  chosen.writes_dst ? staged_recv : nullptr));
+                    });
+}
+
 Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                      size_t count, DType dtype, ReduceOp op, std::string_view algorithm) {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t bytes = checked_bytes(count, dtype, 1, "allreduce");
   const coll::AllreduceAlgorithm& chosen = impl.select_allreduce(algorithm, bytes);
   return impl.launch(blocking, [&](RequestState& state) {
-    const bool pushes = chosen.pushes != nullptr && chosen.pushes(impl.staging(), bytes);
-    if (pushes) {  // small: straight from and into the caller's memory (any), nothing staged
-      const auto* src = static_cast<const std::byte*>(send);
-      auto* dst = static_cast<std::byte*>(recv);
-      impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
-        return chosen.run(c, {0, 0, count, &reducer, src, dst});
-      });
-      return;
-    }
-    // Onephase and twophase write the caller's recv themselves: no copy-out from staging.
-    // Twophase also stages the caller's send itself, only the parts that peers read.
-    const bool direct_out = chosen.writes_dst;
-    const bool direct_in = chosen.stages_src;
-    const auto* src_ptr = static_cast<const std::byte*>(send);
-    impl.prepare_pair(state, chosen.label, send, bytes, recv, bytes, !direct_in, !direct_out,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                        const bool staged = staged_recv != nullptr;  // else symmetric memory
-                        return chosen.run(
-                            c, {src, dst, count, &reducer, direct_in && staged ? src_ptr : nullptr,
-                                direct_out ? staged_recv : nullptr});
+    prepare_algorithm(impl, state, chosen, bytes, send, bytes, recv, bytes,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::AllreduceArgs{src, dst, count, &reducer, sp, dp};
                       });
   });
 }
@@ -403,18 +361,11 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const size_t block = checked_bytes(count, dtype, 1, "allgather");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
   const size_t es = dtype_size(dtype);
+  const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::pushes_blocks(impl.staging(), block)) {  // small: one round, nothing staged
-      impl.prepare_local(state, "allgather", [&](coll::CollContext& c) {
-        return coll::allgather_pushed(c, static_cast<const std::byte*>(send),
-                                      static_cast<std::byte*>(recv), block);
-      });
-      return;
-    }
-    // Staged: the result goes straight into recv (no copy out).
-    impl.prepare_pair(state, "allgather", send, block, recv, total, true, false,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                        return coll::allgather_mesh(c, src, dst, count, es, staged_recv);
+    prepare_algorithm(impl, state, chosen, block, send, block, recv, total,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ExchangeArgs{src, dst, block, es, sp, dp};
                       });
   });
 }
@@ -422,19 +373,15 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
 Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                           size_t count, DType dtype, ReduceOp op) {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
+  const size_t block = checked_bytes(count, dtype, 1, "reduce_scatter");
   const size_t total =
       checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
+  const auto& chosen =
+      impl.select(coll::reduce_scatter_table(), impl.overrides().reduce_scatter, block);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::pushes_blocks(impl.staging(), count * dtype_size(dtype))) {  // small: one round
-      impl.prepare_local(state, "reduce_scatter", [&](coll::CollContext& c) {
-        return coll::reduce_scatter_pushed(c, static_cast<const std::byte*>(send),
-                                           static_cast<std::byte*>(recv), count, reducer);
-      });
-      return;
-    }
-    impl.prepare_pair(state, "reduce_scatter", send, total, recv, count * dtype_size(dtype), true,
-                      true, [&](coll::CollContext& c, size_t src, size_t dst, std::byte*) {
-                        return coll::reduce_scatter_mesh(c, src, dst, count, reducer);
+    prepare_algorithm(impl, state, chosen, block, send, total, recv, block,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ReduceScatterArgs{src, dst, count, &reducer, sp, dp};
                       });
   });
 }
@@ -444,30 +391,25 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   impl.check_root(root, "broadcast");
   const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
+  const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes);
+  auto* ptr = static_cast<std::byte*>(buffer);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::broadcast_streams(impl.staging(), bytes)) {  // small: the root streams, returns
-      impl.prepare_local(state, "broadcast", [&](coll::CollContext& c) {
-        return coll::broadcast_streamed(c, static_cast<std::byte*>(buffer), bytes, root);
-      });
-      return;
-    }
-    if (coll::broadcast_pushes(impl.staging(), bytes)) {  // up to 4 KiB on two: the root pushes
-      impl.prepare_local(state, "broadcast", [&](coll::CollContext& c) {
-        return coll::broadcast_pushed(c, static_cast<std::byte*>(buffer), bytes, root);
+    if (chosen.pushes.holds(bytes, impl.size(), impl.staging().has_inbox())) {
+      impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+        return chosen.run(c, {0, bytes, root, ptr, nullptr});
       });
       return;
     }
     // One buffer: the root stages it in "in"; the others fetch it straight into theirs. A
-    // blocking root stages chunk by chunk while they fetch; a non-blocking one stages it all
-    // now (the caller may reuse a plain buffer as soon as the call returns).
-    const bool stage_now = is_root && !blocking;
-    impl.prepare_pair(state, "broadcast", buffer, bytes, buffer, bytes, stage_now, false,
+    // blocking root whose algorithm stages its source does so chunk by chunk while they fetch; a
+    // non-blocking one stages it all now (the caller may reuse a plain buffer at once).
+    const bool stage_now = is_root && (!chosen.stages_src || !blocking);
+    impl.prepare_pair(state, chosen.label, buffer, bytes, buffer, bytes, stage_now,
+                      !chosen.writes_dst,
                       [&](coll::CollContext& c, size_t at, size_t, std::byte* staged_recv) {
                         const bool staged = staged_recv != nullptr;  // else symmetric memory
-                        const auto* from = is_root && !stage_now && staged
-                                               ? static_cast<const std::byte*>(buffer)
-                                               : nullptr;
-                        return coll::broadcast_direct(c, at, bytes, root, staged_recv, from);
+                        const std::byte* from = is_root && !stage_now && staged ? ptr : nullptr;
+                        return chosen.run(c, {at, bytes, root, staged_recv, from});
                       });
   });
 }
@@ -476,17 +418,11 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
                       size_t count, DType dtype) {
   const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
+  const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block);
   return impl.launch(blocking, [&](RequestState& state) {
-    if (coll::pushes_blocks(impl.staging(), block)) {  // small: one round, nothing staged
-      impl.prepare_local(state, "all_to_all", [&](coll::CollContext& c) {
-        return coll::all_to_all_pushed(c, static_cast<const std::byte*>(send),
-                                       static_cast<std::byte*>(recv), block);
-      });
-      return;
-    }
-    impl.prepare_pair(state, "all_to_all", send, total, recv, total, true, false,
-                      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                        return coll::all_to_all_mesh(c, src, dst, block, staged_recv);
+    prepare_algorithm(impl, state, chosen, block, send, total, recv, total,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ExchangeArgs{src, dst, block, dtype_size(dtype), sp, dp};
                       });
   });
 }

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <set>
 
+#include "api/buffer_placement.h"
+#include "api/communicator_internal.h"
 #include "rankflow/error.h"
 #include "rankflow/task_arg.h"
 #include "transport/mpi_session.h"
@@ -167,10 +169,17 @@ void ChipDomains::create(const std::shared_ptr<transport::Context>& context,
         {std::string(desc.buffer_names[i], strnlen(desc.buffer_names[i], kMaxDomainName)),
          desc.buffer_bytes[i], desc.buffer_alignment[i]});
   }
-  // The window is zeroed before its key reaches any member.
-  Team team = transport::create_team(context, comm, domain_team_buffers(named, desc.window_bytes),
-                                     "domain '" + name + "'");
-  Communicator communicator = Communicator::from_mpi(comm);
+  // The window is zeroed before its key reaches any member. After the buffers the host placed
+  // (domain_team_buffers, so their offsets stay the host's), it holds what the communicator's
+  // collectives need to run in place on them: their inbox and their own signals.
+  std::vector<BufferSpec> buffers = domain_team_buffers(named, desc.window_bytes);
+  const size_t symmetric = buffers.size();
+  for (BufferSpec& extra : api::collective_buffers(static_cast<int>(desc.members)))
+    buffers.push_back(std::move(extra));
+  Team team = transport::create_team(context, comm, buffers, "domain '" + name + "'");
+  const BufferSpec& last = buffers[symmetric - 1];
+  Communicator communicator = api::communicator_over(comm, team, team.offset(buffers.front().name),
+                                                     team.offset(last.name) + last.bytes);
   domains_[desc.id] =
       std::make_unique<DomainContext>(name, comm, std::move(team), std::move(communicator));
 }

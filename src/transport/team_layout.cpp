@@ -1,6 +1,7 @@
 // TeamLayout (see team_layout.h).
 #include "transport/team_layout.h"
 
+#include <algorithm>
 #include <set>
 
 #include "rankflow/error.h"
@@ -31,6 +32,23 @@ TeamLayout::TeamLayout(std::vector<BufferSpec> buffers, uint32_t signal_slots)
     cursor += spec.bytes;
   }
   total_bytes_ = (cursor + kSlotStride - 1) & ~(kSlotStride - 1);
+}
+
+TeamLayout TeamLayout::sharing(std::vector<Placed> buffers, size_t control_offset,
+                               uint32_t signal_slots) {
+  if (control_offset % kSlotStride != 0) {
+    throw InvalidArgument("team control area at offset " + std::to_string(control_offset) +
+                          " is not aligned to " + std::to_string(kSlotStride) + " bytes");
+  }
+  TeamLayout layout;
+  layout.control_offset_ = control_offset;
+  layout.signals_offset_ = control_offset + kBarrierRounds * kSlotStride;
+  layout.signal_slots_ = signal_slots;
+  layout.total_bytes_ = control_offset + control_bytes(signal_slots);
+  for (const Placed& placed : buffers)
+    layout.total_bytes_ = std::max(layout.total_bytes_, placed.offset + placed.bytes);
+  layout.placed_ = std::move(buffers);
+  return layout;
 }
 
 const TeamLayout::Placed& TeamLayout::find(std::string_view name) const {

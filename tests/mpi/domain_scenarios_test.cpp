@@ -12,6 +12,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "api/communicator_internal.h"
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
 #include "worker_test_main.h"
@@ -30,6 +31,7 @@ struct Handles {
   KernelHandle reservation;  // params {operation}: the group_reservation kernel (scenario 8)
   KernelHandle affine;       // out = in * params[0] + params[1]
   KernelHandle mpi_after;    // out[0] = MPI_Allreduce(in[0]) on the domain's mpi_comm()
+  KernelHandle in_place;     // collectives on the domain's buffers: out = {ok, staged counts}
 } g_h;
 
 const char* const kAlgorithms[] = {"onephase", "twophase", "ring", "bidirectional_ring", "ibing"};
@@ -93,6 +95,42 @@ void collective(TaskContext& t) {
       break;
     case kAllToAll: c.all_to_all(in.data(), out.data(), in.size() / p, DType::kF32); break;
   }
+}
+
+// A domain's buffers are symmetric memory for its communicator: an in-place allreduce on
+// "data" (64 KiB: twophase, not a pushed size) and a reduce_scatter from "data" into "part" (a
+// second buffer of the same window) run in the domain's window with nothing staged, and are
+// right. An allreduce of plain memory still goes through the staging window, so the count is
+// alive. out = {results right, staged by the domain-buffer calls, staged by the plain one}.
+void in_place(TaskContext& t) {
+  DomainContext& d = t.domain(1);
+  Communicator& c = d.communicator();
+  auto data = d.buffer_as<float>("data");
+  auto part = d.buffer_as<float>("part");
+  const size_t p = static_cast<size_t>(d.size());
+  const float members = static_cast<float>(p);
+  for (size_t i = 0; i < data.size(); ++i)
+    data[i] = static_cast<float>((d.rank() + 1) * static_cast<int>(i % 7));
+  const size_t before = api::staged_collectives(c);
+  c.allreduce(data.data(), data.data(), data.size(), DType::kF32, ReduceOp::kSum);
+  bool ok = true;
+  const float ranks = members * (members + 1) / 2;  // sum of rank + 1
+  for (size_t i = 0; i < data.size(); ++i)
+    ok = ok && data[i] == ranks * static_cast<float>(i % 7);
+  const size_t block = data.size() / p;
+  c.reduce_scatter(data.data(), part.data(), block, DType::kF32, ReduceOp::kSum);
+  for (size_t i = 0; i < block; ++i) {
+    const size_t at = static_cast<size_t>(d.rank()) * block + i;
+    ok = ok && part[i] == members * ranks * static_cast<float>(at % 7);
+  }
+  const size_t staged = api::staged_collectives(c) - before;
+  std::vector<float> plain(data.size(), 1.0f);
+  c.allreduce(plain.data(), plain.data(), plain.size(), DType::kF32, ReduceOp::kSum);
+  ok = ok && plain.front() == members && plain.back() == members;
+  auto out = t.output<int64_t>(0);
+  out[0] = ok ? 1 : 0;
+  out[1] = static_cast<int64_t>(staged);
+  out[2] = static_cast<int64_t>(api::staged_collectives(c) - before - staged);
 }
 
 // Scenario 8's kernel over the domain buffer `state` (two 64-bit words on every member).
@@ -438,6 +476,34 @@ TEST(DomainScenarios, S24_OverlappingDomainsThenAffine) {
   }
 }
 
+// Collectives on a domain's own buffers run in place in its window (see in_place), at 2 and 4
+// members, after the window's named buffers kept the offsets the host computed.
+TEST(DomainScenarios, DomainBuffersAreSymmetricMemory) {
+  for (int members : {2, 4}) {
+    const std::vector<int> workers = first_workers(members);
+    const size_t block = 16384 / static_cast<size_t>(members);
+    std::vector<std::vector<int64_t>> results;
+    g_worker->run([&](Orchestrator& orch) {
+      auto domain = orch.allocate_domain("in_place", workers, 1 << 17,
+                                         {{"data", 16384 * sizeof(float)}, {"part", block * 4}});
+      std::vector<Tensor> outs;
+      std::vector<std::vector<TensorArg>> args;
+      for (size_t r = 0; r < workers.size(); ++r) {
+        outs.push_back(orch.host_tensor<int64_t>({3}));
+        args.push_back({out(outs.back()), domain_arg(domain)});
+      }
+      orch.submit_group(g_h.in_place, args, workers).wait();
+      for (const Tensor& t : outs)
+        results.emplace_back(t.host<int64_t>().begin(), t.host<int64_t>().end());
+    });
+    if (!host()) continue;
+    for (size_t r = 0; r < results.size(); ++r) {
+      SCOPED_TRACE("member " + std::to_string(r) + " of " + std::to_string(members));
+      EXPECT_THAT(results[r], ElementsAre(1, 0, 1));  // right, nothing staged, plain staged
+    }
+  }
+}
+
 // The progress rule in the DAG (docs/collectives.md): a kernel runs a collective on its
 // domain's communicator and returns; the next kernel on the same chips makes an MPI call on the
 // domain's mpi_comm(). Broadcasts from every root (streamed, pushed and staged sizes) and every
@@ -514,6 +580,7 @@ int main(int argc, char** argv) {
     g_h.reservation = worker.register_kernel("reservation", reservation);
     g_h.affine = worker.register_kernel("affine", affine);
     g_h.mpi_after = worker.register_kernel("mpi_after", mpi_after);
+    g_h.in_place = worker.register_kernel("in_place", in_place);
     failed = run_all_tests_on(worker);
   }
   return failed;

@@ -1,11 +1,12 @@
 // Collective building blocks without MPI: partitions, reduction kernels and f16/bf16
-// conversions, and the algorithm table with its RANKFLOW_ALLREDUCE override.
+// conversions, and the algorithm tables with their RANKFLOW_<COLLECTIVE> overrides.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "collectives/coll_context.h"
@@ -126,21 +127,22 @@ TEST(RegistryTest, NamesAndDefaults) {
 }
 
 TEST(RegistryTest, OverrideRulesParse) {
-  auto rules = parse_size_rules("onephase:0-64k; twophase:64k-inf");
+  const auto& table = allreduce_table();
+  auto rules = table.parse("onephase:0-64k; twophase:64k-inf");
   ASSERT_EQ(rules.size(), 2u);
   EXPECT_EQ(rules[0].max_bytes, 65536u);
   EXPECT_EQ(rules[1].algorithm->name, "twophase");
   EXPECT_EQ(rules[1].max_bytes, SIZE_MAX);
-  EXPECT_EQ(parse_size_rules("ibing")[0].algorithm->name, "ibing");
-  EXPECT_THROW(parse_size_rules("ring:10-5"), InvalidArgument);
-  EXPECT_THROW(parse_size_rules("ring:1x-5"), InvalidArgument);
-  EXPECT_THROW(parse_size_rules("ring:0"), InvalidArgument);
-  EXPECT_THROW(parse_size_rules("tree:0-1k"), InvalidArgument);
+  EXPECT_EQ(table.parse("ibing")[0].algorithm->name, "ibing");
+  EXPECT_THROW(table.parse("ring:10-5"), InvalidArgument);
+  EXPECT_THROW(table.parse("ring:1x-5"), InvalidArgument);
+  EXPECT_THROW(table.parse("ring:0"), InvalidArgument);
+  EXPECT_THROW(table.parse("tree:0-1k"), InvalidArgument);
 }
 
 TEST(RegistryTest, EnvironmentOverrideChoosesBySize) {
   setenv("RANKFLOW_ALLREDUCE", "ring:0-1k;ibing:1k-1m", 1);
-  const auto rules = overrides_from_environment();
+  const auto rules = overrides_from_environment().allreduce;
   EXPECT_EQ(select_allreduce("auto", 100, 4, rules).name, "ring");
   EXPECT_EQ(select_allreduce("auto", 4096, 4, rules).name, "ibing");
   EXPECT_EQ(select_allreduce("auto", size_t{8} << 20, 4, rules).name, "twophase");  // table
@@ -153,7 +155,147 @@ TEST(RegistryTest, EnvironmentOverrideChoosesBySize) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("valid algorithms are onephase, twophase"));
   }
   unsetenv("RANKFLOW_ALLREDUCE");
-  EXPECT_TRUE(overrides_from_environment().empty());
+  EXPECT_TRUE(overrides_from_environment().allreduce.empty());
+}
+
+// The choices communicator.cpp made with if-chains before the tables, restated: the tables must
+// make exactly these.
+std::string_view old_exchange_choice(size_t block, int members) {
+  return block > 0 && block <= CollContext::kInboxBytes && members > 1 ? "pushed" : "mesh";
+}
+std::string_view old_broadcast_choice(size_t bytes, int members) {
+  if (bytes <= CollContext::kStreamBytes) return "streamed";
+  if (members == 2 && bytes <= CollContext::kInboxBytes) return "pushed";
+  return "direct";
+}
+bool old_onephase_pushes(size_t bytes, int members) {
+  return members > 1 && bytes <= CollContext::kInboxBytes;
+}
+
+const std::vector<size_t> kSizes = {0, 1, 8, 511, 512, 513, 4095, 4096, 4097, 65536, 1 << 20};
+const std::vector<int> kMembers = {1, 2, 3, 4, 5, 64};
+
+TEST(TablesTest, DefaultsMatchTheEarlierChoices) {
+  for (size_t bytes : kSizes) {
+    for (int members : kMembers) {
+      SCOPED_TRACE(std::to_string(bytes) + " bytes on " + std::to_string(members));
+      const std::string_view exchange = old_exchange_choice(bytes, members);
+      EXPECT_EQ(allgather_table().builtin(bytes, members, true).name, exchange);
+      EXPECT_EQ(reduce_scatter_table().builtin(bytes, members, true).name, exchange);
+      EXPECT_EQ(all_to_all_table().builtin(bytes, members, true).name, exchange);
+      EXPECT_EQ(broadcast_table().builtin(bytes, members, true).name,
+                old_broadcast_choice(bytes, members));
+      const auto& allreduce = default_allreduce(bytes, members);
+      EXPECT_EQ(allreduce.name, bytes <= CollContext::kInboxBytes ? "onephase" : "twophase");
+      EXPECT_EQ(allreduce.pushes.holds(bytes, members, true), old_onephase_pushes(bytes, members));
+      // With no overrides, select() is the built-in choice.
+      EXPECT_EQ(&broadcast_table().select(bytes, members, true, {}),
+                &broadcast_table().builtin(bytes, members, true));
+    }
+  }
+}
+
+// Every entry is preferred and pushes only where it serves; each table has an entry preferred
+// for every message; the pushing entries push wherever they are chosen.
+template <typename Args>
+void check_table(const AlgorithmTable<Args>& table) {
+  SCOPED_TRACE(table.collective());
+  for (size_t bytes : kSizes) {
+    for (int members : kMembers) {
+      bool preferred = false;
+      for (const auto& a : table.algorithms()) {
+        SCOPED_TRACE(std::string(a.name) + " " + std::to_string(bytes) + " bytes on " +
+                     std::to_string(members));
+        if (a.preferred.holds(bytes, members, true)) {
+          preferred = true;
+          EXPECT_TRUE(a.serves.holds(bytes, members, true));
+        }
+        if (a.pushes.holds(bytes, members, true)) {
+          EXPECT_TRUE(a.serves.holds(bytes, members, true));
+        }
+        EXPECT_FALSE(a.pushes.holds(bytes, members, false));  // pushes need the inbox
+        EXPECT_NE(a.label, nullptr);
+        EXPECT_EQ(std::string(a.label),
+                  std::string(table.collective()) + "(" + std::string(a.name) + ")");
+      }
+      EXPECT_TRUE(preferred);
+    }
+  }
+}
+
+TEST(TablesTest, EntriesAreConsistent) {
+  check_table(allreduce_table());
+  check_table(allgather_table());
+  check_table(reduce_scatter_table());
+  check_table(broadcast_table());
+  check_table(all_to_all_table());
+}
+
+TEST(TablesTest, EveryOverrideVariableParses) {
+  setenv("RANKFLOW_ALLGATHER", "mesh", 1);
+  setenv("RANKFLOW_REDUCE_SCATTER", "mesh:0-1k; pushed:1k-inf", 1);
+  setenv("RANKFLOW_BROADCAST", "direct:0-64;pushed:64-4k", 1);
+  setenv("RANKFLOW_ALL_TO_ALL", "pushed:0-2K", 1);
+  const Overrides o = overrides_from_environment();
+  EXPECT_TRUE(o.allreduce.empty());
+  EXPECT_EQ(allgather_table().select(64, 2, true, o.allgather).name, "mesh");
+  EXPECT_EQ(reduce_scatter_table().select(64, 2, true, o.reduce_scatter).name, "mesh");
+  EXPECT_EQ(reduce_scatter_table().select(2048, 2, true, o.reduce_scatter).name, "pushed");
+  EXPECT_EQ(broadcast_table().select(8, 3, true, o.broadcast).name, "direct");
+  EXPECT_EQ(broadcast_table().select(100, 2, true, o.broadcast).name, "pushed");  // not streamed
+  EXPECT_EQ(all_to_all_table().select(2047, 4, true, o.all_to_all).name, "pushed");
+  EXPECT_EQ(all_to_all_table().select(4096, 4, true, o.all_to_all).name, "pushed");  // table
+  EXPECT_EQ(all_to_all_table().select(8192, 4, true, o.all_to_all).name, "mesh");    // table
+  for (const char* v : {"RANKFLOW_ALLGATHER", "RANKFLOW_REDUCE_SCATTER", "RANKFLOW_BROADCAST",
+                        "RANKFLOW_ALL_TO_ALL"})
+    unsetenv(v);
+}
+
+// A forced algorithm applies only to messages it serves; others get the built-in choice.
+TEST(TablesTest, ForcedAlgorithmOutsideItsLimitsFallsBackToTheTable) {
+  const auto pushed_bcast = broadcast_table().parse("pushed");
+  EXPECT_EQ(broadcast_table().select(1000, 2, true, pushed_bcast).name, "pushed");
+  EXPECT_EQ(broadcast_table().select(1000, 3, true, pushed_bcast).name, "direct");  // 2 only
+  EXPECT_EQ(broadcast_table().select(100, 3, true, pushed_bcast).name, "streamed");
+  EXPECT_EQ(broadcast_table().select(size_t{1} << 20, 2, true, pushed_bcast).name, "direct");
+  const auto streamed = broadcast_table().parse("streamed");
+  EXPECT_EQ(broadcast_table().select(1024, 2, true, streamed).name, "pushed");
+  EXPECT_EQ(broadcast_table().select(1024, 4, true, streamed).name, "direct");
+  const auto pushed = allgather_table().parse("pushed:0-inf");
+  EXPECT_EQ(allgather_table().select(size_t{1} << 20, 2, true, pushed).name, "mesh");
+  EXPECT_EQ(allgather_table().select(16, 1, true, pushed).name, "mesh");   // pushes need a peer
+  EXPECT_EQ(allgather_table().select(16, 2, false, pushed).name, "mesh");  // and an inbox
+  // The next rule that serves is taken before the table.
+  const auto two = all_to_all_table().parse("pushed:0-inf;mesh:0-inf");
+  EXPECT_EQ(all_to_all_table().select(size_t{1} << 20, 2, true, two).name, "mesh");
+  EXPECT_EQ(all_to_all_table().select(0, 2, true, two).name, "mesh");  // pushed needs 1+ bytes
+}
+
+void expect_bad(const char* variable, const char* value, const char* part, const char* names) {
+  setenv(variable, value, 1);
+  try {
+    overrides_from_environment();
+    ADD_FAILURE() << variable << "=" << value << " must be an error";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(std::string(variable) + ": ")) << e.what();
+    EXPECT_THAT(e.what(), ::testing::HasSubstr(part)) << e.what();
+    if (names != nullptr) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr(names)) << e.what();
+    }
+  }
+  unsetenv(variable);
+}
+
+TEST(TablesTest, BadOverridesNameTheirVariable) {
+  expect_bad("RANKFLOW_ALLGATHER", "ring", "'ring'", "valid algorithms are pushed, mesh");
+  expect_bad("RANKFLOW_REDUCE_SCATTER", "mesh:0-1q", "'1q'", nullptr);
+  expect_bad("RANKFLOW_BROADCAST", "direct:1k-1k", "'direct:1k-1k' has an empty size range",
+             nullptr);
+  expect_bad("RANKFLOW_BROADCAST", "tree:0-1k", "'tree'",
+             "valid algorithms are streamed, pushed, direct");
+  expect_bad("RANKFLOW_ALL_TO_ALL", "pushed:0", "'pushed:0' is not name:min-max", nullptr);
+  expect_bad("RANKFLOW_ALLREDUCE", "ring:0-1k;mesh:1k-inf", "'mesh'",
+             "valid algorithms are onephase, twophase, ring, bidirectional_ring, ibing");
 }
 
 // Signal kinds: each algorithm's own, numbered densely in the order of their names (the same

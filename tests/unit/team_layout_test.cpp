@@ -25,6 +25,28 @@ TEST(TeamLayoutTest, BuffersFollowTheControlAreaAlignedAndDisjoint) {
   EXPECT_EQ(layout.total_bytes() % 64, 0u);
 }
 
+// A second team over the same window (a domain's communicator): its control area is a buffer
+// the first layout placed, so the first team's buffers keep their offsets and the two teams'
+// barriers and signals never overlap.
+TEST(TeamLayoutTest, SharingPutsTheControlAreaInAnotherLayoutsBuffer) {
+  const uint32_t slots = 40;
+  TeamLayout first(
+      {{"data", 1000}, {"inbox", 512}, {"control", TeamLayout::control_bytes(slots), 64}},
+      Team::kDefaultSignalSlots);
+  const auto& control = first.find("control");
+  TeamLayout second =
+      TeamLayout::sharing({{"inbox", first.find("inbox").offset, 512}}, control.offset, slots);
+  EXPECT_EQ(second.find("inbox").offset, first.find("inbox").offset);
+  EXPECT_EQ(second.signal_slots(), slots);
+  EXPECT_EQ(second.barrier_slot(0), control.offset);
+  EXPECT_GE(second.signal_slot(0), second.barrier_slot(TeamLayout::kBarrierRounds - 1) + 64);
+  EXPECT_LE(second.signal_slot(slots - 1) + TeamLayout::kSlotStride,
+            control.offset + control.bytes);
+  EXPECT_GE(second.barrier_slot(0), first.signal_slot(first.signal_slots() - 1) + 64);
+  EXPECT_LE(second.total_bytes(), first.total_bytes());
+  EXPECT_THROW(TeamLayout::sharing({}, control.offset + 8, slots), InvalidArgument);
+}
+
 TEST(TeamLayoutTest, RejectsDuplicateEmptyAndBadlyAlignedBuffers) {
   EXPECT_THROW(TeamLayout({{"a", 1}, {"a", 2}}, 4), InvalidArgument);
   EXPECT_THROW(TeamLayout({{"", 1}}, 4), InvalidArgument);

@@ -1,0 +1,125 @@
+// The algorithm tables as data (see registry.h): one table per collective, one entry per
+// algorithm, each stating the messages it serves, where it is the built-in choice, where it
+// pushes straight from and into the caller's memory, and whether it writes the destination or
+// stages the source itself. The entries call the algorithms declared in collective.h through
+// small adaptors that take one argument struct per collective (by reference, see RunParam). The
+// limits restate the algorithms' own predicates (onephase_pushes, pushes_blocks, broadcast_streams,
+// broadcast_pushes); tests/mpi/algorithm_override_test.cpp checks that they agree.
+#include "collectives/registry.h"
+
+namespace rankflow::coll {
+namespace {
+
+constexpr size_t kInbox = CollContext::kInboxBytes;
+constexpr size_t kStream = CollContext::kStreamBytes;
+// Blocks that fit one inbox slot, on two or more members (pushes_blocks).
+constexpr Limits kInboxBlocks{1, kInbox, 2, INT_MAX, true};
+// Allreduce messages onephase pushes (onephase_pushes): up to a slot, zero bytes included.
+constexpr Limits kOnephasePushes{0, kInbox, 2, INT_MAX, true};
+// Broadcasts that stream (broadcast_streams): up to a stream slot, any member count.
+constexpr Limits kStreamed{0, kStream, 1, INT_MAX, true};
+// Broadcasts pushed through the inbox (broadcast_pushes): two members only.
+constexpr Limits kPushedPair{1, kInbox, 2, 2, true};
+// Where onephase is the built-in allreduce (2026-11-30 sweep, docs/collectives.md).
+constexpr Limits kSmallAllreduce{0, kInbox};
+
+// ---- allreduce: the algorithms take AllreduceArgs themselves.
+
+//  name, run, summary, label, serves, preferred, pushes, writes_dst, stages_src
+constexpr AllreduceAlgorithm kAllreduce[] = {
+    {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)",
+     kAnyMessage, kSmallAllreduce, kOnephasePushes, true, false},
+    {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
+     "allreduce(twophase)", kAnyMessage, kAnyMessage, kNoMessage, true, true},
+    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring", "allreduce(ring)",
+     kAnyMessage, kNoMessage, kNoMessage, false, false},
+    {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
+     "allreduce(bidirectional_ring)", kAnyMessage, kNoMessage, kNoMessage, false, false},
+    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)",
+     kAnyMessage, kNoMessage, kNoMessage, false, false},
+};
+
+// ---- allgather
+
+CollTask allgather_pushed_entry(CollContext& c, const ExchangeArgs& a) {
+  return allgather_pushed(c, a.src_ptr, a.dst_ptr, a.block_bytes);
+}
+CollTask allgather_mesh_entry(CollContext& c, const ExchangeArgs& a) {
+  return allgather_mesh(c, a.src, a.dst, a.block_bytes / a.elem_size, a.elem_size, a.dst_ptr);
+}
+
+constexpr AllgatherAlgorithm kAllgather[] = {
+    {"pushed", &allgather_pushed_entry, "each block into every peer's inbox, one round",
+     "allgather(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
+    {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
+     "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false},
+};
+
+// ---- reduce_scatter
+
+CollTask reduce_scatter_pushed_entry(CollContext& c, const ReduceScatterArgs& a) {
+  return reduce_scatter_pushed(c, a.src_ptr, a.dst_ptr, a.count, *a.reducer);
+}
+CollTask reduce_scatter_mesh_entry(CollContext& c, const ReduceScatterArgs& a) {
+  return reduce_scatter_mesh(c, a.src, a.dst, a.count, *a.reducer);
+}
+
+constexpr ReduceScatterAlgorithm kReduceScatter[] = {
+    {"pushed", &reduce_scatter_pushed_entry, "block p into member p's inbox, one round",
+     "reduce_scatter(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
+    {"mesh", &reduce_scatter_mesh_entry, "every member reads its block of each peer's input",
+     "reduce_scatter(mesh)", kAnyMessage, kAnyMessage, kNoMessage, false, false},
+};
+
+// ---- broadcast
+
+CollTask broadcast_streamed_entry(CollContext& c, const BroadcastArgs& a) {
+  return broadcast_streamed(c, a.ptr, a.bytes, a.root);
+}
+CollTask broadcast_pushed_entry(CollContext& c, const BroadcastArgs& a) {
+  return broadcast_pushed(c, a.ptr, a.bytes, a.root);
+}
+CollTask broadcast_direct_entry(CollContext& c, const BroadcastArgs& a) {
+  return broadcast_direct(c, a.buffer, a.bytes, a.root, a.ptr, a.stage_from);
+}
+
+constexpr BroadcastAlgorithm kBroadcast[] = {
+    {"streamed", &broadcast_streamed_entry, "the root stores into 64-deep streams and returns",
+     "broadcast(streamed)", kStreamed, kStreamed, kStreamed, true, false},
+    {"pushed", &broadcast_pushed_entry, "two members: the root pushes into the peer's inbox",
+     "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false},
+    {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
+     kAnyMessage, kAnyMessage, kNoMessage, true, true},
+};
+
+// ---- all_to_all
+
+CollTask all_to_all_pushed_entry(CollContext& c, const ExchangeArgs& a) {
+  return all_to_all_pushed(c, a.src_ptr, a.dst_ptr, a.block_bytes);
+}
+CollTask all_to_all_mesh_entry(CollContext& c, const ExchangeArgs& a) {
+  return all_to_all_mesh(c, a.src, a.dst, a.block_bytes, a.dst_ptr);
+}
+
+constexpr AllToAllAlgorithm kAllToAll[] = {
+    {"pushed", &all_to_all_pushed_entry, "block p into member p's inbox, one round",
+     "all_to_all(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
+    {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
+     "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false},
+};
+
+}  // namespace
+
+constexpr AlgorithmTable<AllreduceArgs> kAllreduceTable("allreduce", "RANKFLOW_ALLREDUCE",
+                                                        kAllreduce);
+constexpr AlgorithmTable<ExchangeArgs> kAllgatherTable("allgather", "RANKFLOW_ALLGATHER",
+                                                       kAllgather);
+constexpr AlgorithmTable<ReduceScatterArgs> kReduceScatterTable("reduce_scatter",
+                                                                "RANKFLOW_REDUCE_SCATTER",
+                                                                kReduceScatter);
+constexpr AlgorithmTable<BroadcastArgs> kBroadcastTable("broadcast", "RANKFLOW_BROADCAST",
+                                                        kBroadcast);
+constexpr AlgorithmTable<ExchangeArgs> kAllToAllTable("all_to_all", "RANKFLOW_ALL_TO_ALL",
+                                                      kAllToAll);
+
+}  // namespace rankflow::coll

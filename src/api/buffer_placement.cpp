@@ -1,0 +1,178 @@
+// BufferPlacement (see buffer_placement.h): symmetric allocations, adopted windows and the
+// staging window. Runs on the thread that calls the communicator.
+#include "api/buffer_placement.h"
+
+#include <cstring>
+#include <exception>
+#include <utility>
+
+#include "common/log.h"
+#include "rankflow/error.h"
+#include "transport/team_state.h"
+
+namespace rankflow {
+
+SymmetricAllocation::~SymmetricAllocation() {
+  if (!owns_window) return;
+  try {
+    coll->team().close();
+  } catch (const std::exception& e) {
+    log::warn("releasing symmetric buffer: ", e.what());
+  }
+}
+
+namespace api {
+namespace {
+
+// The names of collective_buffers() in an adopted window.
+constexpr const char* kAdoptedInbox = "rankflow.inbox";
+constexpr const char* kAdoptedControl = "rankflow.collectives";
+
+std::unique_ptr<coll::CollContext> make_coll(const std::shared_ptr<transport::Context>& context,
+                                             MPI_Comm comm, std::vector<BufferSpec> buffers,
+                                             const char* name) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  buffers.push_back({"inbox", coll::CollContext::inbox_buffer_bytes(size), 64});
+  return std::make_unique<coll::CollContext>(transport::create_team(
+      context, comm, std::move(buffers), name, coll::CollContext::signal_slots_for(size)));
+}
+
+// A team over `team`'s window with its own control area and the inbox (collective_buffers()).
+Team collective_team_over(const Team& team) {
+  using transport::TeamLayout;
+  std::vector<TeamLayout::Placed> placed = {
+      {"inbox", team.offset(kAdoptedInbox), team.bytes(kAdoptedInbox)}};
+  const uint32_t slots = coll::CollContext::signal_slots_for(team.size());
+  if (team.bytes(kAdoptedControl) < TeamLayout::control_bytes(slots)) {
+    throw InvalidArgument("adopting a window: its control area holds " +
+                          std::to_string(team.bytes(kAdoptedControl)) + " bytes, " +
+                          std::to_string(TeamLayout::control_bytes(slots)) + " needed");
+  }
+  auto layout = TeamLayout::sharing(std::move(placed), team.offset(kAdoptedControl), slots);
+  const auto& state = transport::TeamState::of(team);
+  Team collective(std::make_shared<transport::TeamState>(state->window, std::move(layout)));
+  collective.set_timeout(team.timeout());
+  return collective;
+}
+
+}  // namespace
+
+std::vector<BufferSpec> collective_buffers(int members) {
+  const uint32_t slots = coll::CollContext::signal_slots_for(members);
+  return {{kAdoptedInbox, coll::CollContext::inbox_buffer_bytes(members), 64},
+          {kAdoptedControl, transport::TeamLayout::control_bytes(slots),
+           transport::TeamLayout::kSlotStride}};
+}
+
+BufferPlacement::BufferPlacement(std::shared_ptr<transport::Context> context, MPI_Comm comm)
+    : context_(std::move(context)), comm_(comm) {
+  grow_staging(kMinStage);
+}
+
+std::shared_ptr<SymmetricAllocation> BufferPlacement::alloc(size_t bytes) {
+  auto allocation = std::make_shared<SymmetricAllocation>();
+  allocation->coll = make_coll(context_, comm_, {{"data", bytes, 4096}}, "symmetric");
+  allocation->offset = allocation->coll->team().offset("data");
+  allocation->bytes = bytes;
+  allocation->base = allocation->coll->local(allocation->offset);
+  if (timeout_.count() > 0) allocation->coll->team().set_timeout(timeout_);
+  std::erase_if(allocations_, [](const Registered& r) { return r.allocation.expired(); });
+  allocations_.push_back({allocation->base, bytes, allocation});
+  return allocation;
+}
+
+void BufferPlacement::adopt(const Team& team, size_t begin, size_t end) {
+  auto allocation = std::make_shared<SymmetricAllocation>();
+  allocation->coll = std::make_unique<coll::CollContext>(collective_team_over(team));
+  allocation->owns_window = false;
+  allocation->offset = begin;
+  allocation->bytes = end - begin;
+  allocation->base = team.local_ptr(begin);
+  if (timeout_.count() > 0) allocation->coll->team().set_timeout(timeout_);
+  allocations_.push_back({allocation->base, allocation->bytes, allocation});
+  adopted_.push_back(std::move(allocation));
+}
+
+Placement BufferPlacement::place_pair(const void* send, size_t send_bytes, void* recv,
+                                      size_t recv_bytes, bool copy_in, bool copy_out) {
+  Placement p;
+  if (auto a = symmetric_pair(send, send_bytes, recv, recv_bytes)) {
+    auto offset_in = [&](const void* ptr) {
+      return a->offset + static_cast<size_t>(static_cast<const std::byte*>(ptr) - a->base);
+    };
+    p.context = a->coll.get();
+    p.src = offset_in(send);
+    p.dst = offset_in(recv);
+    p.allocation = std::move(a);
+    return p;
+  }
+  coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
+  ++staged_count_;
+  p.context = &stage;
+  p.src = stage.team().offset("in");
+  p.dst = stage.team().offset(send == recv && !copy_in ? "in" : "out");
+  p.staged_recv = static_cast<std::byte*>(recv);
+  if (copy_in && send_bytes > 0) std::memcpy(stage.local(p.src), send, send_bytes);
+  if (copy_out && recv_bytes > 0) {
+    p.copy_to = recv;
+    p.copy_from = stage.local(p.dst);
+    p.copy_bytes = recv_bytes;
+  }
+  return p;
+}
+
+void BufferPlacement::set_timeout(std::chrono::nanoseconds timeout) {
+  timeout_ = timeout;
+  staging_->team().set_timeout(timeout);
+  for (const auto& allocation : adopted_)
+    allocation->coll->team().set_timeout(timeout);
+}
+
+void BufferPlacement::close() {
+  adopted_.clear();  // their windows belong to their owners
+  if (staging_) staging_->team().close();
+  staging_.reset();
+}
+
+// The symmetric allocation holding both ranges, or null.
+std::shared_ptr<SymmetricAllocation> BufferPlacement::symmetric_pair(const void* send,
+                                                                     size_t send_bytes,
+                                                                     const void* recv,
+                                                                     size_t recv_bytes) {
+  for (auto it = allocations_.begin(); it != allocations_.end();) {
+    if (!it->holds(send, send_bytes) || !it->holds(recv, recv_bytes)) {
+      ++it;
+      continue;
+    }
+    if (auto allocation = it->allocation.lock()) return allocation;
+    // Released. A later allocation may have the same addresses (its entry comes after this
+    // one), so the search goes on: stopping here would stage on this member while a member
+    // whose addresses differ runs in place, and the two would never meet.
+    it = allocations_.erase(it);
+  }
+  return nullptr;
+}
+
+// The staging window, grown (collectively, in step on every member since all pass the same
+// sizes) to hold `bytes` in each of its "in" and "out" buffers.
+coll::CollContext& BufferPlacement::staged(size_t bytes) {
+  if (bytes > stage_bytes_) {
+    size_t grown = stage_bytes_;
+    while (grown < bytes)
+      grown *= 2;
+    grow_staging(grown);
+  }
+  return *staging_;
+}
+
+void BufferPlacement::grow_staging(size_t bytes) {
+  if (staging_) staging_->team().close();
+  staging_.reset();
+  staging_ = make_coll(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}}, "staging");
+  if (timeout_.count() > 0) staging_->team().set_timeout(timeout_);
+  stage_bytes_ = bytes;
+}
+
+}  // namespace api
+}  // namespace rankflow

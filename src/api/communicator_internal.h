@@ -1,0 +1,25 @@
+// Internal to rankflow (not installed): a Communicator over another team's window (a domain's),
+// and what tests may observe of a Communicator. Threads: as Communicator.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstddef>
+
+#include "rankflow/communicator.h"
+#include "rankflow/team.h"
+
+namespace rankflow::api {
+
+// Collective over `comm`: a Communicator (with its own duplicate of `comm` and its own staging
+// window for plain memory) whose collectives on memory in [begin, end) of `team`'s window run
+// in place, zero-copy, as on alloc() memory. `team` spans the same members in the same order,
+// its window holds collective_buffers(size) (api/buffer_placement.h), and it is closed only
+// after the Communicator.
+Communicator communicator_over(MPI_Comm comm, const Team& team, size_t begin, size_t end);
+
+// How many collectives `communicator` has placed in its staging window so far (the pushed and
+// streamed paths and symmetric memory never are).
+size_t staged_collectives(const Communicator& communicator);
+
+}  // namespace rankflow::api
