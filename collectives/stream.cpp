@@ -1,0 +1,75 @@
+// AckedStream (see stream.h): sending, and the wait for credit when a sender is a full stream
+// ahead.
+#include "collectives/stream.h"
+
+#include <string>
+#include <utility>
+
+#include "rankflow/error.h"
+
+namespace rankflow::coll {
+
+const SignalKind kStreamAck("stream.ack");
+
+namespace {
+
+bool power_of_two(uint64_t n) {
+  return n != 0 && (n & (n - 1)) == 0;
+}
+
+}  // namespace
+
+AckedStream::AckedStream(Team team, size_t region, StreamShape shape, const SignalKind& ack)
+    : team_(std::move(team)),
+      rank_(team_.rank()),
+      size_(team_.size()),
+      region_(region),
+      shape_(shape),
+      stride_(shape.stride()),
+      ack_(&ack),
+      writer_(team_, region, shape.region_bytes(size_)),
+      sent_(static_cast<size_t>(size_), 0),
+      received_(static_cast<size_t>(size_), 0) {
+  if (!power_of_two(shape_.slots) || !power_of_two(shape_.ack_every) ||
+      shape_.ack_every > shape_.slots || shape_.payload_bytes == 0) {
+    throw InvalidArgument("stream shape of " + std::to_string(shape_.slots) + " slots of " +
+                          std::to_string(shape_.payload_bytes) + " bytes acknowledged every " +
+                          std::to_string(shape_.ack_every) +
+                          ": slots and ack_every must be powers of two, ack_every <= slots, "
+                          "payload_bytes > 0");
+  }
+  if (!present()) return;
+  if (region_ + shape_.region_bytes(size_) > team_.window_bytes())
+    throw InvalidArgument("stream at offset " + std::to_string(region_) + " needs " +
+                          std::to_string(shape_.region_bytes(size_)) + " bytes of a " +
+                          std::to_string(team_.window_bytes()) + "-byte window");
+  local_ = team_.local_ptr(region_);
+}
+
+void AckedStream::send(int peer, const void* payload, size_t bytes) {
+  if (bytes > shape_.payload_bytes)
+    throw InvalidArgument(std::string(operation_) + ": " + std::to_string(bytes) +
+                          " bytes do not fit a stream slot of " +
+                          std::to_string(shape_.payload_bytes));
+  const uint64_t message = ++sent_[static_cast<size_t>(peer)];
+  if (message > shape_.slots) await_credit(peer, message);
+  // The private copy stays untouched until the slot is reused, by which time the peer has
+  // acknowledged reading it (so the puts completed).
+  const size_t slot = offset(rank_, message);
+  writer_.write(peer, region_ + slot, message, payload, bytes, offset(peer, message));
+}
+
+void AckedStream::await_credit(int peer, uint64_t message) {
+  const uint64_t read_before = message - shape_.slots;
+  const uint32_t ack = ack_slot(peer);
+  if (team_.signal_value(ack) >= read_before) return;
+  team_.wait_until([&] { return team_.signal_value(ack) >= read_before; },
+                   [&] {
+                     return std::string(operation_) + ": rank " + std::to_string(rank_) +
+                            " waited for peer " + std::to_string(peer) +
+                            " to read streamed message " + std::to_string(read_before) +
+                            " before reusing its slot";
+                   });
+}
+
+}  // namespace rankflow::coll
