@@ -1,4 +1,4 @@
-// PushInbox (see inbox.h): pushes and the acknowledgements slot reuse waits for.
+// PushInbox (see inbox.h): the wait for acknowledgements that slot reuse needs.
 #include "collectives/inbox.h"
 
 #include <string>
@@ -28,15 +28,9 @@ PushInbox::PushInbox(Team team, size_t region, const SignalKind& ack)
   local_ = team_.local_ptr(region_);
 }
 
-void PushInbox::push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
-  if (bytes > kPayloadBytes)
-    throw InvalidArgument(std::string(operation_) + ": " + std::to_string(bytes) +
-                          " bytes do not fit a push inbox slot of " +
-                          std::to_string(kPayloadBytes));
-  await_slot_free(peer, sequence);
-  // The private copy is of the same parity, so it is free again once the peer has consumed it.
-  writer_.write(peer, region_ + offset(sequence, rank_), sequence, payload, bytes,
-                offset(sequence, peer));
+void PushInbox::too_big(size_t bytes) const {
+  throw InvalidArgument(std::string(operation_) + ": " + std::to_string(bytes) +
+                        " bytes do not fit a push inbox slot of " + std::to_string(kPayloadBytes));
 }
 
 void PushInbox::await_slot_free(int peer, uint64_t sequence) {

@@ -52,7 +52,17 @@ class PushInbox {
   // member's slot of `peer`'s inbox (SlotWriter: stores where mapped, else puts from a private
   // copy of the same parity, free again once the peer has consumed the slot; no flush needed).
   // Waits, with the team's timeout, only for an acknowledgement it needs (see above).
-  void push(int peer, uint64_t sequence, const void* payload, size_t bytes);
+  void push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
+    if (bytes > kPayloadBytes) [[unlikely]]
+      too_big(bytes);
+    const size_t p = static_cast<size_t>(peer);
+    if (!unacked_[p].empty() || (sequence > 2 && finished_[p] < sequence - 2))
+      await_slot_free(peer, sequence);
+    // The private copy is of the same parity, so it is free again once the peer has consumed
+    // it.
+    writer_.write(peer, region_ + offset(sequence, rank_), sequence, payload, bytes,
+                  offset(sequence, peer));
+  }
   // The flag of `peer`'s push for `sequence` in this member's inbox: once it is there the peer
   // has finished every earlier collective. (Recorded when the wait is made: the coroutine
   // completes before this member pushes again.)
@@ -82,8 +92,10 @@ class PushInbox {
   size_t offset(uint64_t sequence, int sender) const {
     return ((sequence & 1) * static_cast<size_t>(size_) + static_cast<size_t>(sender)) * kStride;
   }
-  // Waits until `peer` has finished sequence `sequence - 2` (its slot is free again).
+  // Waits until `peer` has finished sequence `sequence - 2` (its slot is free again), settling
+  // the acknowledgements of broadcasts this member rooted.
   void await_slot_free(int peer, uint64_t sequence);
+  [[noreturn, gnu::cold]] void too_big(size_t bytes) const;
 
   Team team_;
   int rank_;

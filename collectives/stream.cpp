@@ -1,5 +1,5 @@
-// AckedStream (see stream.h): sending, and the wait for credit when a sender is a full stream
-// ahead.
+// AckedStream (see stream.h): the shape's checks, and the wait for credit when a sender is a
+// full stream ahead.
 #include "collectives/stream.h"
 
 #include <string>
@@ -46,23 +46,15 @@ AckedStream::AckedStream(Team team, size_t region, StreamShape shape, const Sign
   local_ = team_.local_ptr(region_);
 }
 
-void AckedStream::send(int peer, const void* payload, size_t bytes) {
-  if (bytes > shape_.payload_bytes)
-    throw InvalidArgument(std::string(operation_) + ": " + std::to_string(bytes) +
-                          " bytes do not fit a stream slot of " +
-                          std::to_string(shape_.payload_bytes));
-  const uint64_t message = ++sent_[static_cast<size_t>(peer)];
-  if (message > shape_.slots) await_credit(peer, message);
-  // The private copy stays untouched until the slot is reused, by which time the peer has
-  // acknowledged reading it (so the puts completed).
-  const size_t slot = offset(rank_, message);
-  writer_.write(peer, region_ + slot, message, payload, bytes, offset(peer, message));
+void AckedStream::too_big(size_t bytes) const {
+  throw InvalidArgument(std::string(operation_) + ": " + std::to_string(bytes) +
+                        " bytes do not fit a stream slot of " +
+                        std::to_string(shape_.payload_bytes));
 }
 
 void AckedStream::await_credit(int peer, uint64_t message) {
   const uint64_t read_before = message - shape_.slots;
   const uint32_t ack = ack_slot(peer);
-  if (team_.signal_value(ack) >= read_before) return;
   team_.wait_until([&] { return team_.signal_value(ack) >= read_before; },
                    [&] {
                      return std::string(operation_) + ": rank " + std::to_string(rank_) +

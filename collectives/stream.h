@@ -60,7 +60,17 @@ class AckedStream {
 
   // Sender: copies `bytes` (<= payload_bytes) into the next slot of this member's stream to
   // `peer` and returns; waits only when the peer is `slots` messages behind.
-  void send(int peer, const void* payload, size_t bytes);
+  void send(int peer, const void* payload, size_t bytes) {
+    if (bytes > shape_.payload_bytes) [[unlikely]]
+      too_big(bytes);
+    const uint64_t message = ++sent_[static_cast<size_t>(peer)];
+    if (message > shape_.slots && team_.signal_value(ack_slot(peer)) < message - shape_.slots)
+      await_credit(peer, message);
+    // The private copy stays untouched until the slot is reused, by which time the peer has
+    // acknowledged reading it (so the puts completed).
+    writer_.write(peer, region_ + offset(rank_, message), message, payload, bytes,
+                  offset(peer, message));
+  }
 
   // Receiver, for each message from `sender` in order: its number, a wait for its flag, its
   // payload (valid until consumed), and consumed() once the payload has been copied out.
@@ -88,6 +98,7 @@ class AckedStream {
   }
   // Waits until `peer` has acknowledged message `message - slots` (its slot is free again).
   void await_credit(int peer, uint64_t message);
+  [[noreturn, gnu::cold]] void too_big(size_t bytes) const;
 
   Team team_;
   int rank_;
