@@ -15,7 +15,7 @@ PushInbox::PushInbox(Team team, size_t region, const SignalKind& ack)
       rank_(team_.rank()),
       size_(team_.size()),
       region_(region),
-      ack_(&ack),
+      ack_base_(ack.index() * static_cast<uint32_t>(size_)),
       writer_(team_, region, region_bytes(size_)),
       unacked_(static_cast<size_t>(size_)),
       acks_seen_(static_cast<size_t>(size_), 0),
@@ -36,7 +36,7 @@ void PushInbox::too_big(size_t bytes) const {
 void PushInbox::await_slot_free(int peer, uint64_t sequence) {
   const size_t p = static_cast<size_t>(peer);
   auto& unacked = unacked_[p];
-  const uint32_t ack = ack_->index() * static_cast<uint32_t>(size_) + static_cast<uint32_t>(peer);
+  const uint32_t ack = ack_base_ + static_cast<uint32_t>(peer);
   while (!unacked.empty() && unacked.front() <= finished_[p]) {  // its ack is due anyway
     ++acks_seen_[p];
     unacked.pop_front();

@@ -84,7 +84,7 @@ class PushInbox {
     unacked_[static_cast<size_t>(peer)].push_back(sequence);
   }
   void acknowledge_broadcast(int root) {
-    team_.signal(root, ack_->index() * static_cast<uint32_t>(size_) + static_cast<uint32_t>(rank_));
+    team_.signal(root, ack_base_ + static_cast<uint32_t>(rank_));
   }
 
  private:
@@ -101,7 +101,7 @@ class PushInbox {
   int rank_;
   int size_;
   size_t region_;
-  const SignalKind* ack_;
+  uint32_t ack_base_;  // the first of the acknowledgement kind's signal slots (one per sender)
   SlotWriter writer_;
   std::byte* local_ = nullptr;  // this member's region
   uint64_t sequence_ = 0;

@@ -26,7 +26,7 @@ AckedStream::AckedStream(Team team, size_t region, StreamShape shape, const Sign
       region_(region),
       shape_(shape),
       stride_(shape.stride()),
-      ack_(&ack),
+      ack_base_(ack.index() * static_cast<uint32_t>(size_)),
       writer_(team_, region, shape.region_bytes(size_)),
       sent_(static_cast<size_t>(size_), 0),
       received_(static_cast<size_t>(size_), 0) {

@@ -93,9 +93,7 @@ class AckedStream {
     return (static_cast<size_t>(sender) * shape_.slots + (message & (shape_.slots - 1))) * stride_;
   }
   // This member's signal slot counting acknowledgements from `sender`.
-  uint32_t ack_slot(int sender) const {
-    return ack_->index() * static_cast<uint32_t>(size_) + static_cast<uint32_t>(sender);
-  }
+  uint32_t ack_slot(int sender) const { return ack_base_ + static_cast<uint32_t>(sender); }
   // Waits until `peer` has acknowledged message `message - slots` (its slot is free again).
   void await_credit(int peer, uint64_t message);
   [[noreturn, gnu::cold]] void too_big(size_t bytes) const;
@@ -106,7 +104,7 @@ class AckedStream {
   size_t region_;
   StreamShape shape_;
   size_t stride_;
-  const SignalKind* ack_;
+  uint32_t ack_base_;  // the first of the acknowledgement kind's signal slots (one per sender)
   SlotWriter writer_;
   std::byte* local_ = nullptr;      // this member's region
   std::vector<uint64_t> sent_;      // per peer: messages sent to it
