@@ -24,14 +24,14 @@ CollTask pushed(CollContext& c, AllreduceArgs a) {
   const size_t bytes = a.count * r.elem_size;
   const std::byte* src = a.src_ptr ? a.src_ptr : c.local(a.src);
   std::byte* dst = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
-  const uint64_t sequence = c.next_inbox_sequence();
+  const uint64_t sequence = c.inbox().next_sequence();
   for (int d = 1; d < c.size(); ++d)
-    c.push(c.peer(d), sequence, src, bytes);
+    c.inbox().push(c.peer(d), sequence, src, bytes);
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    co_await c.await_push(p, sequence);
+    co_await c.inbox().await_push(p, sequence);
   }
-  auto input = [&](int p) { return p == c.rank() ? src : c.inbox_payload(sequence, p); };
+  auto input = [&](int p) { return p == c.rank() ? src : c.inbox().payload(p, sequence); };
   if (c.size() == 2) {  // one pass, straight into dst (in place too: element-wise)
     r.reduce2(dst, input(0), input(1), a.count);
     co_return;

@@ -1,8 +1,9 @@
 // broadcast, pushed (above CollContext::kStreamBytes, which stream, up to kInboxBytes): the root
-// stores the message and a sequence flag into its slot of every peer's inbox and returns at once;
-// each peer waits for the flag, copies the message out and acknowledges. The root never waits here:
-// a later push into the same slot (two sequences on) first waits for that acknowledgement
-// (CollContext::push), so back-to-back broadcasts pipeline as an eager protocol does. Any memory.
+// stores the message and a sequence flag into its slot of every peer's push inbox and returns at
+// once; each peer waits for the flag, copies the message out and acknowledges. The root never
+// waits here: a later push into the same slot (two sequences on) first waits for that
+// acknowledgement (PushInbox::push, collectives/inbox.h), so back-to-back broadcasts pipeline as
+// an eager protocol does. Any memory.
 //
 // Two members only. Every other pushed collective has each member wait for every peer's push,
 // which is what lets a member reuse a slot two sequences later (the peer has moved on). A
@@ -21,18 +22,18 @@ bool broadcast_pushes(const CollContext& c, size_t bytes) {
 }
 
 CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int root) {
-  const uint64_t sequence = c.next_inbox_sequence();
+  const uint64_t sequence = c.inbox().next_sequence();
   if (c.rank() == root) {
     for (int d = 1; d < c.size(); ++d) {
       const int p = c.peer(d);
-      c.push(p, sequence, buffer, bytes);
-      c.pushed_broadcast(p, sequence);
+      c.inbox().push(p, sequence, buffer, bytes);
+      c.inbox().pushed_broadcast(p, sequence);
     }
     co_return;
   }
-  co_await c.await_push(root, sequence);
-  std::memcpy(buffer, c.inbox_payload(sequence, root), bytes);
-  c.notify(root, kBroadcastAck);
+  co_await c.inbox().await_push(root, sequence);
+  std::memcpy(buffer, c.inbox().payload(root, sequence), bytes);
+  c.inbox().acknowledge_broadcast(root);
 }
 
 }  // namespace rankflow::coll

@@ -14,117 +14,51 @@
 
 namespace rankflow::coll {
 
-const SignalKind kBroadcastAck("inbox.broadcast_ack");
-const SignalKind kStreamAck("stream.ack");
+namespace {
+
+// The window offset of the team's "inbox" buffer when it holds both protocols, else SIZE_MAX
+// (a team without an inbox: algorithms use their read-based paths).
+size_t inbox_region(const Team& team) {
+  try {
+    if (team.bytes("inbox") >= CollContext::inbox_buffer_bytes(team.size()))
+      return team.offset("inbox");
+  } catch (const InvalidArgument&) {
+  }
+  return SIZE_MAX;
+}
+
+size_t stream_region(const Team& team) {
+  const size_t inbox = inbox_region(team);
+  return inbox == SIZE_MAX ? SIZE_MAX : inbox + PushInbox::region_bytes(team.size());
+}
+
+}  // namespace
 
 CollContext::CollContext(Team team)
     : team_(std::move(team)),
       rank_(team_.rank()),
       size_(team_.size()),
-      eager_(team_.mapped_everywhere()) {
+      eager_(team_.mapped_everywhere()),
+      inbox_(team_, inbox_region(team_)),
+      stream_(team_, stream_region(team_), kBroadcastStream) {
   if (team_.signal_slots() < signal_slots_for(size_)) {
     throw InvalidArgument("collective team needs " + std::to_string(signal_slots_for(size_)) +
                           " signal slots, has " + std::to_string(team_.signal_slots()));
   }
   consumed_.assign(signal_slots_for(size_), 0);
-  unacked_.resize(size_);
-  acks_seen_.assign(size_, 0);
-  finished_.assign(size_, 0);
-  stream_sent_.assign(size_, 0);
-  stream_received_.assign(size_, 0);
-  try {
-    if (team_.bytes("inbox") >= inbox_buffer_bytes(size_)) inbox_ = team_.offset("inbox");
-  } catch (const InvalidArgument&) {
-    // a team without an inbox: algorithms use their read-based paths
-  }
-  if (has_inbox()) {  // the addresses pushes use, resolved once
-    inbox_local_ = team_.local_ptr(inbox_);
-    for (int p = 0; p < size_; ++p)
-      mapped_inbox_.push_back(static_cast<std::byte*>(team_.remote_ptr(p, inbox_)));
-  }
 }
 
 SignalAwait CollContext::await_word(size_t offset, uint64_t target, int peer) {
-  return SignalAwait{this, reinterpret_cast<const uint64_t*>(local(offset)), target, peer};
-}
-
-void CollContext::push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
-  const size_t slot = inbox_slot(sequence, rank_);
-  auto& unacked = unacked_[peer];
-  const uint32_t ack = this->slot(kBroadcastAck, peer);
-  while (!unacked.empty() && unacked.front() <= finished_[peer]) {  // its ack is due anyway
-    ++acks_seen_[peer];
-    unacked.pop_front();
-  }
-  while (sequence > 2 && finished_[peer] < sequence - 2) {
-    if (unacked.empty()) {
-      throw InvalidState(std::string(operation_) + ": rank " + std::to_string(rank_) +
-                         " cannot tell whether peer " + std::to_string(peer) +
-                         " has read inbox sequence " + std::to_string(sequence - 2));
-    }
-    const uint64_t target = ++acks_seen_[peer];
-    team_.wait_until([&] { return team_.signal_value(ack) >= target; },
-                     [&] {
-                       return std::string(operation_) + ": rank " + std::to_string(rank_) +
-                              " waited for peer " + std::to_string(peer) + " to read broadcast " +
-                              std::to_string(unacked.front()) + " before reusing its inbox slot";
-                     });
-    finished_[peer] = std::max(finished_[peer], unacked.front());
-    unacked.pop_front();
-  }
-  // The private copy is of the same parity, so it is free again once the peer has consumed it.
-  write_slot(peer, slot, sequence, payload, bytes, outbox_, inbox_buffer_bytes(size_),
-             ((sequence & 1) * size_ + peer) * kInboxStride);
-}
-
-void CollContext::write_slot(int peer, size_t slot, uint64_t flag, const void* payload,
-                             size_t bytes, std::vector<std::byte>& outbox, size_t outbox_bytes,
-                             size_t outbox_offset) {
-  if (std::byte* inbox = mapped_inbox_[peer]) {
-    std::byte* mapped = inbox + (slot - inbox_);
-    std::memcpy(mapped + 8, payload, bytes);
-    std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
-        .store(flag, std::memory_order_release);
-    return;
-  }
-  if (outbox.empty()) outbox.resize(outbox_bytes);
-  std::byte* out = outbox.data() + outbox_offset;
-  std::memcpy(out, &flag, sizeof(flag));
-  std::memcpy(out + 8, payload, bytes);
-  team_.put(peer, slot + 8, out + 8, bytes);
-  team_.fence();
-  team_.put(peer, slot, out, sizeof(uint64_t));
+  return SignalAwait{reinterpret_cast<const uint64_t*>(local(offset)), target, peer};
 }
 
 void CollContext::notify(int peer, const SignalKind& kind, uint64_t count) {
   team_.signal(peer, slot(kind, rank_), count);
 }
 
-void CollContext::stream_send(int peer, const void* payload, size_t bytes) {
-  const uint64_t message = ++stream_sent_[peer];
-  if (message > kStreamSlots) {  // the slot's previous message must have been read
-    const uint64_t read_before = message - kStreamSlots;
-    const uint32_t ack = slot(kStreamAck, peer);
-    if (team_.signal_value(ack) < read_before) {
-      team_.wait_until([&] { return team_.signal_value(ack) >= read_before; },
-                       [&] {
-                         return std::string(operation_) + ": rank " + std::to_string(rank_) +
-                                " waited for peer " + std::to_string(peer) +
-                                " to read streamed message " + std::to_string(read_before) +
-                                " before reusing its slot";
-                       });
-    }
-  }
-  // The private copy stays untouched until the slot is reused, by which time the peer has
-  // acknowledged reading it (so the puts completed).
-  write_slot(peer, stream_slot(message, rank_), message, payload, bytes, stream_outbox_,
-             kStreamSlots * kStreamStride * size_,
-             (static_cast<size_t>(peer) * kStreamSlots + message % kStreamSlots) * kStreamStride);
-}
-
 SignalAwait CollContext::await(int peer, const SignalKind& kind) {
   const uint32_t s = slot(kind, peer);
-  return SignalAwait{this, team_.signal_word(s), ++consumed_[s], peer};
+  return SignalAwait{team_.signal_word(s), ++consumed_[s], peer};
 }
 
 bool SignalAwait::satisfied() const {
@@ -173,10 +107,10 @@ void CollTask::promise_type::operator delete(void* frame, std::size_t) {
 
 bool CollTask::advance() {
   while (!done()) {
-    if (handle_.promise().waiting.context != nullptr && !handle_.promise().waiting.satisfied()) {
+    if (handle_.promise().waiting.word != nullptr && !handle_.promise().waiting.satisfied()) {
       return false;
     }
-    handle_.promise().waiting.context = nullptr;
+    handle_.promise().waiting.word = nullptr;
     handle_.resume();
     if (handle_.promise().error) std::rethrow_exception(std::exchange(handle_.promise().error, {}));
   }

@@ -15,12 +15,10 @@
 
 namespace rankflow::coll {
 
-class CollContext;
-
 // What a suspended algorithm waits for: the local 64-bit word `word` (a signal counter or a
-// flag in the team's window) reaching `target`, written by `peer`.
+// flag in the team's window) reaching `target`, written by `peer`. CollContext and the protocols
+// it owns (collectives/inbox.h, collectives/stream.h) make them; a null `word` waits for nothing.
 struct SignalAwait {
-  CollContext* context;
   const uint64_t* word;
   uint64_t target;
   int peer;
@@ -37,7 +35,7 @@ struct SignalAwait {
 class CollTask {
  public:
   struct promise_type {
-    SignalAwait waiting{nullptr, nullptr, 0, -1};
+    SignalAwait waiting{nullptr, 0, -1};
     std::exception_ptr error;
     CollTask get_return_object() {
       return CollTask(std::coroutine_handle<promise_type>::from_promise(*this));

@@ -2,8 +2,8 @@
 // Each member stores a block and a sequence flag into its slot of every peer's inbox (the same
 // block for allgather, block p for member p in all_to_all), keeps its own block, and copies each
 // peer's block out of its own inbox once the flag arrives. One round, like the pushed onephase
-// allreduce, whose slot reuse it shares (CollContext::push). send and recv may be any memory; in
-// place is safe because every block is pushed before any of recv is written.
+// allreduce, whose slot reuse it shares (PushInbox::push, collectives/inbox.h). send and recv may
+// be any memory; in place is safe because every block is pushed before any of recv is written.
 #include <cstring>
 
 #include "collectives/collective.h"
@@ -16,17 +16,17 @@ CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv,
                          bool per_peer) {
   const size_t me = static_cast<size_t>(c.rank());
   auto block_for = [&](size_t p) { return per_peer ? send + p * block_bytes : send; };
-  const uint64_t sequence = c.next_inbox_sequence();
+  const uint64_t sequence = c.inbox().next_sequence();
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
-    c.push(p, sequence, block_for(static_cast<size_t>(p)), block_bytes);
+    c.inbox().push(p, sequence, block_for(static_cast<size_t>(p)), block_bytes);
   }
   std::byte* mine = recv + me * block_bytes;
   if (mine != block_for(me)) std::memmove(mine, block_for(me), block_bytes);
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    co_await c.await_push(p, sequence);
-    std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.inbox_payload(sequence, p),
+    co_await c.inbox().await_push(p, sequence);
+    std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.inbox().payload(p, sequence),
                 block_bytes);
   }
 }

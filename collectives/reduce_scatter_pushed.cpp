@@ -12,18 +12,18 @@ namespace rankflow::coll {
 CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t count,
                                const Reducer& r) {
   const size_t block_bytes = count * r.elem_size;
-  const uint64_t sequence = c.next_inbox_sequence();
+  const uint64_t sequence = c.inbox().next_sequence();
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
-    c.push(p, sequence, send + static_cast<size_t>(p) * block_bytes, block_bytes);
+    c.inbox().push(p, sequence, send + static_cast<size_t>(p) * block_bytes, block_bytes);
   }
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    co_await c.await_push(p, sequence);
+    co_await c.inbox().await_push(p, sequence);
   }
   auto input = [&](int p) {
     return p == c.rank() ? send + static_cast<size_t>(p) * block_bytes
-                         : c.inbox_payload(sequence, p);
+                         : c.inbox().payload(p, sequence);
   };
   if (c.size() == 2) {  // one pass, straight into recv (element-wise, so in place too)
     r.reduce2(recv, input(0), input(1), count);

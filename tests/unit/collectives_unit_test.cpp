@@ -315,5 +315,24 @@ TEST(SignalKindTest, KindsAreNumberedDenselyByName) {
   EXPECT_THROW(SignalKind("made.after.numbering"), std::logic_error);
 }
 
+// The inbox buffer's layout is part of the wire protocol (every member must agree, and it was
+// fixed before the protocols moved into their own files): the push inbox's two parities of
+// 4160-byte slots per sender, then the broadcast stream's 64 slots of 576 bytes per sender.
+TEST(InboxLayoutTest, PushInboxThenBroadcastStreamAsBefore) {
+  static_assert(PushInbox::kPayloadBytes == 4096 && PushInbox::kStride == 4160);
+  static_assert(CollContext::kInboxBytes == 4096 && CollContext::kStreamBytes == 512);
+  constexpr StreamShape shape = CollContext::kBroadcastStream;
+  static_assert(shape.slots == 64 && shape.payload_bytes == 512 && shape.ack_every == 16);
+  static_assert(shape.stride() == 576);
+  for (int members : {1, 2, 3, 64}) {
+    const size_t n = static_cast<size_t>(members);
+    EXPECT_EQ(PushInbox::region_bytes(members), 2 * 4160 * n);
+    EXPECT_EQ(shape.region_bytes(members), 64 * 576 * n);
+    EXPECT_EQ(CollContext::inbox_buffer_bytes(members), (2 * 4160 + 64 * 576) * n);
+  }
+  EXPECT_EQ((StreamShape{8, 100, 4}.stride()), 128u);  // 8-byte flag + payload, whole lines
+  EXPECT_EQ((StreamShape{8, 56, 4}.stride()), 64u);
+}
+
 }  // namespace
 }  // namespace rankflow::coll

@@ -1,0 +1,114 @@
+// PushInbox: the low-latency push protocol. Every member has, per sequence parity and per sender,
+// one slot (an 8-byte flag followed by up to kPayloadBytes) in a region of the team's window. A
+// collective takes the next sequence number on every member alike; each member pushes its data
+// and the flag `sequence` into its slot of the peers' inboxes (data and flag in one message:
+// one round), and a receiver waits for the flag and reads the payload in place.
+//
+// Slot reuse: a slot is rewritten two sequences later, so push() first needs evidence that the
+// peer has finished the collective two sequences back: its own push for a later sequence
+// (recorded by await_push), or, for a member that did not wait for the peer (the root of a
+// pushed broadcast), the peer's acknowledgement (acknowledge_broadcast, awaited by push() only
+// when it must). It owns the inbox's sequence and that bookkeeping; the slots live in the window
+// of the Team it was given. Threads: the thread that drives the collectives (one at a time).
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "collectives/coll_task.h"
+#include "collectives/signal_kind.h"
+#include "collectives/slot_writer.h"
+#include "rankflow/team.h"
+
+namespace rankflow::coll {
+
+// A pushed broadcast's acknowledgement ("inbox.broadcast_ack"), the default acknowledgement kind.
+extern const SignalKind kBroadcastAck;
+
+class PushInbox {
+ public:
+  static constexpr size_t kPayloadBytes = 4096;
+  static constexpr size_t kStride = 4160;  // 8-byte flag + payload, in whole cache lines
+  // The bytes of window a PushInbox of `members` needs at its region.
+  static constexpr size_t region_bytes(int members) {
+    return 2 * kStride * static_cast<size_t>(members);
+  }
+
+  // Slots at window offset `region` (region_bytes(team.size()) bytes, the same on every member);
+  // SIZE_MAX makes an absent inbox (present() false: nothing may be pushed). Acknowledgements
+  // count in `ack`'s signal slots.
+  PushInbox(Team team, size_t region, const SignalKind& ack = kBroadcastAck);
+
+  bool present() const { return region_ != SIZE_MAX; }
+  // The operation named in diagnostics (a string that outlives the inbox's use of it).
+  void set_operation(const char* operation) { operation_ = operation; }
+
+  // The sequence of the next pushed collective (every member calls it once per such collective).
+  uint64_t next_sequence() { return ++sequence_; }
+  // Writes `bytes` (<= kPayloadBytes) of `payload` and then the flag `sequence` into this
+  // member's slot of `peer`'s inbox (SlotWriter: stores where mapped, else puts from a private
+  // copy of the same parity, free again once the peer has consumed the slot; no flush needed).
+  // Waits, with the team's timeout, only for an acknowledgement it needs (see above).
+  void push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
+    if (bytes > kPayloadBytes) [[unlikely]]
+      too_big(bytes);
+    const size_t p = static_cast<size_t>(peer);
+    if (!unacked_[p].empty() || (sequence > 2 && finished_[p] < sequence - 2))
+      await_slot_free(peer, sequence);
+    // The private copy is of the same parity, so it is free again once the peer has consumed
+    // it.
+    writer_.write(peer, region_ + offset(sequence, rank_), sequence, payload, bytes,
+                  offset(sequence, peer));
+  }
+  // The flag of `peer`'s push for `sequence` in this member's inbox: once it is there the peer
+  // has finished every earlier collective. (Recorded when the wait is made: the coroutine
+  // completes before this member pushes again.)
+  SignalAwait await_push(int peer, uint64_t sequence) {
+    finished_[static_cast<size_t>(peer)] =
+        std::max(finished_[static_cast<size_t>(peer)], sequence - 1);
+    return SignalAwait{reinterpret_cast<const uint64_t*>(local_ + offset(sequence, peer)), sequence,
+                       peer};
+  }
+  // The payload `peer` pushed for `sequence` (valid once await_push is satisfied, until this
+  // member's next collective).
+  const std::byte* payload(int peer, uint64_t sequence) const {
+    return local_ + offset(sequence, peer) + 8;
+  }
+
+  // Broadcasts: the root records each push it will not wait on, and each receiver acknowledges
+  // once it has copied the payload out.
+  void pushed_broadcast(int peer, uint64_t sequence) {
+    unacked_[static_cast<size_t>(peer)].push_back(sequence);
+  }
+  void acknowledge_broadcast(int root) {
+    team_.signal(root, ack_base_ + static_cast<uint32_t>(rank_));
+  }
+
+ private:
+  // Offset of `sender`'s slot for `sequence` within the region.
+  size_t offset(uint64_t sequence, int sender) const {
+    return ((sequence & 1) * static_cast<size_t>(size_) + static_cast<size_t>(sender)) * kStride;
+  }
+  // Waits until `peer` has finished sequence `sequence - 2` (its slot is free again), settling
+  // the acknowledgements of broadcasts this member rooted.
+  void await_slot_free(int peer, uint64_t sequence);
+  [[noreturn, gnu::cold]] void too_big(size_t bytes) const;
+
+  Team team_;
+  int rank_;
+  int size_;
+  size_t region_;
+  uint32_t ack_base_;  // the first of the acknowledgement kind's signal slots (one per sender)
+  SlotWriter writer_;
+  std::byte* local_ = nullptr;  // this member's region
+  uint64_t sequence_ = 0;
+  std::vector<std::deque<uint64_t>> unacked_;  // per peer: broadcast sequences not yet acked
+  std::vector<uint64_t> acks_seen_;            // per peer: acknowledgements accounted for
+  std::vector<uint64_t> finished_;             // per peer: sequence it is known to have finished
+  const char* operation_ = "collective";
+};
+
+}  // namespace rankflow::coll

@@ -1,0 +1,55 @@
+// SlotWriter: writes flagged slots into one region of every peer's window, the one step the push
+// inbox (collectives/inbox.h) and the acked stream (collectives/stream.h) share. A slot is an
+// 8-byte flag word followed by its payload; the reader waits for the flag and then reads the
+// payload, so the payload must land first:
+// - where the peer's window is mapped: plain stores of the payload, then a release store of the
+//   flag (complete on return);
+// - otherwise: the payload and the flag are copied into a private outbox, then UCX put of the
+//   payload, fence, put of the flag. The caller chooses the outbox position and must not reuse
+//   it before the peer has read the slot (by then the puts have completed).
+// It owns the region's mapped addresses (resolved once) and the outbox. Threads: the thread that
+// drives the protocol using it (one at a time, as for Team).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "rankflow/team.h"
+
+namespace rankflow::coll {
+
+class SlotWriter {
+ public:
+  // Slots at window offsets from `region` on (SIZE_MAX: no region, nothing may be written); the
+  // outbox holds `outbox_bytes` (allocated on the first write through UCX).
+  SlotWriter(Team team, size_t region, size_t outbox_bytes);
+
+  // Writes `bytes` of `payload`, then `flag`, into the slot at window offset `slot` (inside the
+  // region) of `peer`. Through UCX the private copy sits at `outbox_offset` of the outbox.
+  void write(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
+             size_t outbox_offset) {
+    if (std::byte* region = mapped_[static_cast<size_t>(peer)]) {
+      std::byte* mapped = region + (slot - region_);
+      std::memcpy(mapped + 8, payload, bytes);
+      std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
+          .store(flag, std::memory_order_release);
+      return;
+    }
+    write_through_ucx(peer, slot, flag, payload, bytes, outbox_offset);
+  }
+
+ private:
+  void write_through_ucx(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
+                         size_t outbox_offset);
+
+  Team team_;
+  size_t region_;
+  size_t outbox_bytes_;
+  std::vector<std::byte*> mapped_;  // each peer's region where mapped, else null
+  std::vector<std::byte> outbox_;   // private copies of slots written through UCX
+};
+
+}  // namespace rankflow::coll
