@@ -22,6 +22,11 @@ void run_create_domain(ChipEnv& env, TaskContext&, std::span<const std::byte> pa
   }
   DomainDesc desc;
   std::memcpy(&desc, payload.data(), sizeof(DomainDesc));
+  if (desc.members == 0 || desc.members > kMaxDomainMembers || desc.buffers > kMaxDomainBuffers) {
+    throw TransportError("allocate_domain: a payload of " + std::to_string(desc.members) +
+                         " members and " + std::to_string(desc.buffers) + " buffers");
+  }
+  desc.name[kMaxDomainName - 1] = '\0';
   env.domains.create(env.context, desc);
 }
 

@@ -63,20 +63,22 @@ template <typename OnDone>
 bool ChipLink::collect(OnDone&& on_done, bool want_records) {
   const uint64_t arrived = read_counter(team_, done_);
   if (completed_ == arrived) return false;
+  // The chip counts a failure before the completion, so `failed` may already include one
+  // beyond `arrived`: only the failures found in the records read are accounted for, and the
+  // rest makes the next batch read its records too.
   const uint64_t failed = read_counter(team_, done_ + sizeof(uint64_t));
   const bool read_records = want_records || failed != failed_seen_;
-  failed_seen_ = failed;
   while (completed_ < arrived) {
     const uint64_t slot = completed_ % kRingSlots;
     std::shared_ptr<TaskState> task = std::move(in_flight_[slot]);
     ++completed_;
-    if (!task) continue;  // the acknowledgement of an end-of-run marker
     if (!read_records) {
-      on_done(task, true, nullptr);
+      if (task) on_done(task, true, nullptr);
       continue;
     }
     const Completion record = read_completion(slot);
-    on_done(task, record.ok != 0, &record);
+    failed_seen_ += record.ok == 0;
+    if (task) on_done(task, record.ok != 0, &record);  // no task: an end-of-run marker's ack
   }
   return true;
 }

@@ -47,6 +47,25 @@ void for_each_run(const DecodedArg& a, Fn fn) {
   }
 }
 
+// Whether an argument's shape and strides reach exactly its bytes, inside its extent (what a
+// kernel's view will touch), without overflow.
+bool elements_match(const DecodedArg& a) {
+  const ArgRecord& r = a.record;
+  uint64_t elements = r.ndim > 0 ? 1 : 0;
+  uint64_t last = 0;  // index of the last element, in elements
+  for (uint32_t d = 0; d < r.ndim; ++d) {
+    uint64_t step = 0;
+    if (__builtin_mul_overflow(elements, a.shape[d], &elements)) return false;
+    if (a.shape[d] == 0) continue;
+    if (__builtin_mul_overflow(a.shape[d] - 1, a.strides[d], &step)) return false;
+    if (__builtin_add_overflow(last, step, &last)) return false;
+  }
+  uint64_t bytes = 0, reach = 0;
+  if (__builtin_mul_overflow(elements, r.element_bytes, &bytes) || bytes != r.bytes) return false;
+  if (elements == 0) return true;
+  return !__builtin_mul_overflow(last + 1, r.element_bytes, &reach) && reach <= r.extent;
+}
+
 // The arguments of one task as the kernel sees them: straight into the host's mapped arena, or
 // staged through local copies fetched before and written back after the kernel. Every range is
 // checked against the arena it names.
@@ -66,7 +85,7 @@ class ChipArgs {
             {nullptr, 0, {}, access, {}, &domains.find(static_cast<uint32_t>(r.offset), chip)});
         continue;
       }
-      check_range(i, r, r.space == kChildSpace ? "child" : "arena");
+      check_range(i, task.args[i], r.space == kChildSpace ? "child" : "arena");
       std::byte* data = nullptr;
       if (r.space == kChildSpace) {  // this chip's own child memory
         data = team.local_ptr(team.offset("child") + r.offset);
@@ -112,12 +131,18 @@ class ChipArgs {
 
  private:
   // A range outside its arena (a descriptor that is not the host's) is an error, not a crash.
-  void check_range(size_t i, const ArgRecord& r, const char* buffer) const {
+  void check_range(size_t i, const DecodedArg& a, const char* buffer) const {
+    const ArgRecord& r = a.record;
     const size_t size = team_.bytes(buffer);
     if (r.offset > size || r.extent > size - r.offset || r.bytes > r.extent) {
       throw TransportError("argument " + std::to_string(i) + " names bytes [" +
                            std::to_string(r.offset) + ", +" + std::to_string(r.extent) +
                            ") outside the " + buffer + " of " + std::to_string(size) + " bytes");
+    }
+    if (!elements_match(a)) {
+      throw TransportError("argument " + std::to_string(i) +
+                           "'s shape and strides do not match its " + std::to_string(r.bytes) +
+                           " bytes and extent of " + std::to_string(r.extent));
     }
   }
 

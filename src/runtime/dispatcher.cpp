@@ -9,7 +9,8 @@ namespace rankflow::runtime {
 namespace {
 
 // While work is outstanding the scheduler thread looks this often whether the body still
-// drives; after a run it keeps looking this long, so back-to-back runs need no wake-up call.
+// drives; after the last outstanding task it keeps looking this long, so back-to-back runs
+// need no wake-up call.
 constexpr std::chrono::microseconds kWatchEvery{100};
 constexpr std::chrono::milliseconds kLinger{20};
 // While a run is open the host tells every chip it is alive this often, so chips waiting for
@@ -20,7 +21,46 @@ thread_local bool t_driving = false;  // this thread holds the driver role or is
 
 using Clock = std::chrono::steady_clock;
 
+// Holds the role for one round, if it is free.
+class RoundRole {
+ public:
+  explicit RoundRole(DriverLock& driver) : driver_(driver), held_(driver.try_lock()) {
+    if (held_) t_driving = true;
+  }
+  ~RoundRole() {
+    if (!held_) return;
+    t_driving = false;
+    driver_.unlock();
+  }
+  bool held() const { return held_; }
+
+ private:
+  DriverLock& driver_;
+  bool held_;
+};
+
 }  // namespace
+
+// Holds the driver role for a long wait (finish_run, begin_run): asks the scheduler thread to
+// give it up at the end of its round.
+class DriverRole {
+ public:
+  explicit DriverRole(Dispatcher& d) : d_(d) {
+    d_.want_drive_.fetch_add(1);
+    d_.wake_scheduler_thread();  // it may be backing off with the role held
+    d_.driver_.lock();
+    t_driving = true;
+  }
+  ~DriverRole() {
+    t_driving = false;
+    d_.driver_.unlock();
+    d_.want_drive_.fetch_sub(1);
+    bump(d_.drives_);
+  }
+
+ private:
+  Dispatcher& d_;
+};
 
 Dispatcher::Kicking::Kicking() {
   t_driving = true;
@@ -50,15 +90,20 @@ Dispatcher::~Dispatcher() {
 }
 
 void Dispatcher::begin_run() {
+  DriverRole role(*this);
   rounds_.last_beat = Clock::now();
   run_open_ = true;
+}
+
+void Dispatcher::wake_scheduler_thread() {
+  { std::lock_guard lock(sleep_mutex_); }  // it is asleep, or will see what changed
+  wake_.notify_all();
 }
 
 void Dispatcher::chip_work_queued() {
   if (t_driving) return;
   wakeups_.fetch_add(1);
-  { std::lock_guard lock(sleep_mutex_); }  // the scheduler thread is asleep or sees the flag
-  wake_.notify_all();
+  wake_scheduler_thread();
 }
 
 bool Dispatcher::collect() {
@@ -96,10 +141,11 @@ bool Dispatcher::pump(bool kick) {
   bool moved = false;
   bool left = false;
   // Right after a submit, post first and read the chips' completion counters (a cache miss
-  // each) only when ready work did not fit; otherwise collect first, freeing ring slots.
+  // each) only when the new task did not go out: it waits for others, or a ring is full.
   if (!kick) moved |= collect();
-  moved |= post_ready(left);
-  if (kick && left) {
+  const bool posted = post_ready(left);
+  moved |= posted;
+  if (kick && (left || !posted)) {
     moved |= collect();
     moved |= post_ready(left);
   }
@@ -117,49 +163,32 @@ void Dispatcher::beat_if_due() {
 }
 
 void Dispatcher::kick() {
-  if (!driver_.try_lock()) {  // the scheduler thread drives and will post it
-    chip_work_queued();
-    return;
+  {
+    RoundRole role(driver_);
+    if (!role.held()) {  // the scheduler thread drives and will post it
+      chip_work_queued();
+      return;
+    }
+    pump(/*kick=*/true);
   }
-  t_driving = true;
-  pump(/*kick=*/true);
-  t_driving = false;
-  driver_.unlock();
   bump(drives_);
+  // Work left behind while the scheduler thread sleeps long: it should watch again.
+  if (dozing_.load(std::memory_order_relaxed) && graph_.outstanding() > 0) {
+    wake_scheduler_thread();
+  }
 }
 
-namespace {
-
-// Holds the driver role for a body thread: asks the scheduler thread to give it up.
-class DriverRole {
- public:
-  DriverRole(DriverLock& driver, std::atomic<int>& want, std::atomic<uint64_t>& drives)
-      : driver_(driver), want_(want), drives_(drives) {
-    want_.fetch_add(1);
-    driver_.lock();
-    t_driving = true;
-  }
-  ~DriverRole() {
-    t_driving = false;
-    driver_.unlock();
-    want_.fetch_sub(1);
-    bump(drives_);
-  }
-
- private:
-  DriverLock& driver_;
-  std::atomic<int>& want_;
-  std::atomic<uint64_t>& drives_;
-};
-
-}  // namespace
-
-bool Dispatcher::drive_until(const std::function<bool()>& done, Clock::time_point deadline) {
-  DriverRole role(driver_, want_drive_, drives_);
+bool Dispatcher::wait_until(const std::function<bool()>& done, Clock::time_point deadline) {
   transport::Backoff backoff;
   uint64_t seen = wakeups_.load();
   while (!done()) {
-    if (pump()) {
+    bool moved = false;
+    {
+      RoundRole role(driver_);
+      if (role.held()) moved = pump();
+    }
+    if (moved) {
+      bump(drives_);
       backoff = transport::Backoff();
       continue;
     }
@@ -170,7 +199,11 @@ bool Dispatcher::drive_until(const std::function<bool()>& done, Clock::time_poin
 }
 
 void Dispatcher::finish_run() {
-  DriverRole role(driver_, want_drive_, drives_);
+  DriverRole role(*this);
+  struct CloseRun {  // heartbeats stop however the run ends
+    std::atomic<bool>& open;
+    ~CloseRun() { open = false; }
+  } close_run{run_open_};
   uint64_t seen = graph_.finished();
   uint64_t seen_wakeups = wakeups_.load();
   auto last_progress = Clock::now();
@@ -186,7 +219,6 @@ void Dispatcher::finish_run() {
         seen = graph_.finished();
         last_progress = now;
       } else if (now - last_progress > timeout_) {
-        run_open_ = false;
         throw Timeout(describe_stall(timeout_));
       }
     }
@@ -196,7 +228,6 @@ void Dispatcher::finish_run() {
   for (ChipLink& link : links_)
     link.post_end_of_run(on_done);
   team_.flush();
-  run_open_ = false;
 }
 
 std::string Dispatcher::describe_stall(std::chrono::nanoseconds limit) const {
@@ -231,28 +262,32 @@ void Dispatcher::sleep_for_wakeup(std::chrono::nanoseconds d, uint64_t& seen) {
 void Dispatcher::loop() {
   uint64_t seen_drives = 0;
   uint64_t seen_wakeups = 0;
-  auto last_active = Clock::now();
+  auto last_active = Clock::now() - kLinger;
   for (;;) {
     {
       std::unique_lock lock(sleep_mutex_);
       const auto now = Clock::now();
-      if (run_open_ || graph_.outstanding() > 0) last_active = now;
+      if (graph_.outstanding() > 0) last_active = now;
       const bool watching = now - last_active < kLinger;
-      wake_.wait_for(lock, watching ? std::chrono::nanoseconds(kWatchEvery) : kHeartbeatEvery,
-                     [&] { return shutdown_.load() || wakeups_.load() != seen_wakeups; });
+      dozing_ = !watching;
+      wake_.wait_for(lock, watching ? std::chrono::nanoseconds(kWatchEvery) : kHeartbeatEvery, [&] {
+        return shutdown_.load() || wakeups_.load() != seen_wakeups ||
+               (!watching && graph_.outstanding() > 0);
+      });
+      dozing_ = false;
     }
     if (shutdown_) return;
     const bool queued = wakeups_.load() != seen_wakeups;
     seen_wakeups = wakeups_.load();
     if (!should_take_over(seen_drives) && !queued) {
-      if (run_open_ && driver_.try_lock()) {  // a long body: keep the chips' deadlines fresh
-        beat_if_due();
-        driver_.unlock();
+      if (run_open_) {  // a long body: keep the chips' deadlines fresh
+        RoundRole role(driver_);
+        if (role.held()) beat_if_due();
       }
       continue;
     }
-    if (!driver_.try_lock()) continue;
-    t_driving = true;
+    RoundRole role(driver_);
+    if (!role.held()) continue;
     transport::Backoff backoff;
     while (!shutdown_ && want_drive_.load() == 0 && graph_.outstanding() > 0) {
       if (pump()) {
@@ -267,8 +302,6 @@ void Dispatcher::loop() {
         seen_wakeups = wakeups_.load();
       });
     }
-    t_driving = false;
-    driver_.unlock();
     seen_drives = drives_.load(std::memory_order_relaxed);
   }
 }

@@ -4,15 +4,16 @@
 //
 //   - the orchestration body's thread, right after each submit (kick: one round, if nobody
 //     else is driving), and whenever it waits: for the run to end (finish_run), for a task's
-//     handle, for arena memory (drive_until). On the host's one core this avoids a hand-off
-//     to another thread, which costs a context switch each way;
-//   - the scheduler thread, when the body is busy elsewhere: it looks every kWatchEvery while
-//     work is outstanding, and drives only if the body has not driven since its last look. It
-//     also sends the heartbeats of a long body, and wakes at once for work a sub-worker made
-//     ready.
+//     handle or for arena memory (wait_until: a round whenever the role is free). On the
+//     host's one core this avoids a hand-off to another thread, which costs a context switch
+//     each way;
+//   - the scheduler thread, when the body is busy elsewhere: while work is outstanding it looks
+//     every kWatchEvery and drives only if the body has not driven since its last look; with
+//     nothing outstanding it sleeps (heartbeats of a long body still go out). It wakes at once
+//     for work a sub-worker made ready, and when a kick leaves work behind while it sleeps.
 //
-// The driver role is a DriverLock; a body that wants it raises want_drive_, and the scheduler
-// thread gives it up at the end of its round.
+// The driver role is a DriverLock; a thread that needs it for long (finish_run) raises
+// want_drive_ and wakes the scheduler thread, which gives the role up after its round.
 #pragma once
 
 #include <atomic>
@@ -45,9 +46,10 @@ class Dispatcher {
   // Called under the graph's lock when chip work was queued: wakes the scheduler thread
   // unless the calling thread drives (or is about to kick).
   void chip_work_queued();
-  // Drives on the calling thread until `done()` or `deadline`; false at the deadline.
-  bool drive_until(const std::function<bool()>& done,
-                   std::chrono::steady_clock::time_point deadline);
+  // Waits until `done()` or `deadline` (false then), driving a round whenever the role is free.
+  // Any thread (a sub task may wait on a handle while the body drives).
+  bool wait_until(const std::function<bool()>& done,
+                  std::chrono::steady_clock::time_point deadline);
   // Body thread: drives until every task of the run finished, then ends the run on every chip.
   // Timeout when no task finishes for the timeout (naming the oldest task in flight).
   void finish_run();
@@ -71,6 +73,8 @@ class Dispatcher {
   void loop();  // the scheduler thread
   bool should_take_over(uint64_t& seen_drives);
   void sleep_for_wakeup(std::chrono::nanoseconds d, uint64_t& seen);
+  void wake_scheduler_thread();
+  friend class DriverRole;
   std::string describe_stall(std::chrono::nanoseconds limit) const;
 
   Team& team_;
@@ -87,10 +91,11 @@ class Dispatcher {
   } rounds_;
   DriverLock driver_;                  // held by the driving thread
   std::atomic<int> want_drive_{0};     // body threads waiting for the driver role
-  std::atomic<uint64_t> drives_{0};    // rounds driven by body threads (for the watch)
+  std::atomic<uint64_t> drives_{0};    // rounds body threads drove (a heuristic for the watch)
   std::atomic<bool> run_open_{false};  // heartbeats go out
   std::atomic<uint64_t> wakeups_{0};   // calls of chip_work_queued() from other threads
   std::atomic<bool> shutdown_{false};
+  std::atomic<bool> dozing_{false};  // the scheduler thread sleeps long (nothing to watch)
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   std::thread thread_;

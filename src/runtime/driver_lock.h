@@ -29,7 +29,8 @@ class DriverLock {
   std::atomic<bool> held_{false};
 };
 
-// A counter with one writer at a time (the driving thread): a plain increment, no lock prefix.
+// A count that only feeds a heuristic (how often body threads drove): a plain increment, no
+// lock prefix; two threads bumping at once may lose one.
 inline void bump(std::atomic<uint64_t>& counter) {
   counter.store(counter.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
 }

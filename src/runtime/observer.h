@@ -27,7 +27,8 @@ class TaskObserver {
   // Whether task_left needs real spans (the chips then send their start and end times).
   virtual bool wants_spans() const { return false; }
   virtual void run_began(uint64_t /*run*/) {}
-  // The task entered the graph (its dependencies are known).
+  // The task entered the graph (its dependencies are known). A task that runs at once may
+  // already have left (task_left) when this is called.
   virtual void task_submitted(const std::shared_ptr<TaskState>& /*task*/) {}
   // The task, or one member of a group, left its worker: finished or failed. Without
   // wants_spans() a chip task's span may carry no times (start == end == 0).

@@ -79,7 +79,16 @@ void TaskHandle::wait(std::chrono::nanoseconds timeout) const {
   if (!state_) throw InvalidState("TaskHandle::wait on an empty handle");
   if (!done()) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
-    if (!state_->driver->drive_until([&] { return done(); }, deadline)) {
+    bool finished = false;
+    if (const auto driver = state_->driver.lock()) {
+      finished = driver->wait_until([&] { return done(); }, deadline);
+    } else {  // the worker is gone: nothing will finish it, but do not crash
+      transport::Backoff backoff;
+      while (!done() && std::chrono::steady_clock::now() < deadline)
+        backoff.pause();
+      finished = done();
+    }
+    if (!finished) {
       throw Timeout("task " + std::to_string(state_->id) + " ('" + std::string(state_->name) +
                     "') did not finish within " + transport::format_seconds(timeout));
     }

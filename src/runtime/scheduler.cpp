@@ -86,11 +86,14 @@ Scheduler::Scheduler(HostServices services)
   subs_ = std::make_unique<SubWorkerPool>(
       services.options.num_sub_workers,
       [this](const std::shared_ptr<TaskState>& task, int index) { run_sub(task, index); });
-  dispatcher_ = std::make_unique<Dispatcher>(services.team, graph_, observers_, services.timeout);
+  dispatcher_ = std::make_shared<Dispatcher>(services.team, graph_, observers_, services.timeout);
 }
 
+// Sub-workers call into the dispatcher and the scheduler thread into the pool: the sub-workers
+// stop first (the pool stays), then the scheduler thread, then the pool goes.
 Scheduler::~Scheduler() {
-  dispatcher_.reset();  // stops the scheduler thread
+  subs_->stop();
+  dispatcher_.reset();
   subs_.reset();
 }
 
@@ -139,7 +142,7 @@ Tensor Scheduler::alloc(std::vector<size_t> shape, DType dtype) {
     if (const std::string error = graph_.first_error(); !error.empty()) {
       throw RemoteFailure("this run already failed: " + error);
     }
-    if (!dispatcher_->drive_until([&] { return host_.has_released(); }, deadline)) {
+    if (!dispatcher_->wait_until([&] { return host_.has_released(); }, deadline)) {
       throw Timeout("alloc: rank 0 (host) waited " + transport::format_seconds(limit) + " for " +
                     std::to_string(bytes) + " bytes of the host arena (" +
                     std::to_string(host_.used()) + " of " + std::to_string(host_.capacity()) +
@@ -250,7 +253,7 @@ std::shared_ptr<TaskState> Scheduler::enter(bool sub, uint32_t fn,
   task->member_args = std::move(member_args);
   task->config = config;
   task->payload = std::move(payload);
-  task->driver = dispatcher_.get();
+  task->driver = dispatcher_;
   {
     Dispatcher::Kicking kicking;  // this thread posts what became ready right below
     graph_.add(task, uses, after);

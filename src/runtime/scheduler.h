@@ -93,7 +93,7 @@ class Scheduler : public detail::OrchestratorBackend {
   GraphDump* graph_dump_;  // one of observers_
   TaskGraph graph_;
   std::unique_ptr<SubWorkerPool> subs_;
-  std::unique_ptr<Dispatcher> dispatcher_;  // last: its thread stops first
+  std::shared_ptr<Dispatcher> dispatcher_;  // handles keep a weak reference to drive their wait
 };
 
 }  // namespace rankflow::runtime

@@ -11,13 +11,18 @@ SubWorkerPool::SubWorkerPool(int threads,
 }
 
 SubWorkerPool::~SubWorkerPool() {
+  stop();
+}
+
+void SubWorkerPool::stop() {
   {
     std::lock_guard lock(mutex_);
     shutdown_ = true;
   }
   ready_cv_.notify_all();
-  for (std::thread& t : threads_)
-    t.join();
+  for (std::thread& t : threads_) {
+    if (t.joinable()) t.join();
+  }
 }
 
 void SubWorkerPool::enqueue(std::shared_ptr<TaskState> task) {

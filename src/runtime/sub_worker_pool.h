@@ -25,6 +25,8 @@ class SubWorkerPool {
   SubWorkerPool& operator=(const SubWorkerPool&) = delete;
 
   void enqueue(std::shared_ptr<TaskState> task);
+  // Joins the threads (tasks still queued stay queued); the destructor calls it.
+  void stop();
   int threads() const { return static_cast<int>(threads_.size()); }
 
  private:

@@ -34,7 +34,7 @@ struct TaskState {
   CallConfig config;
   std::shared_ptr<const std::vector<std::byte>> payload;  // a built-in kernel's payload
   std::vector<uint64_t> deps;  // the tasks it waited for (for the trace and the DOT dump)
-  runtime::Dispatcher* driver = nullptr;  // drives the run while a handle waits for the task
+  std::weak_ptr<runtime::Dispatcher> driver;  // drives the run while a handle waits for it
   // Under the graph's lock.
   uint64_t ready_sequence = 0;  // when it became ready (orders chips' FIFOs against groups)
   int pending = 0;              // predecessors not finished yet

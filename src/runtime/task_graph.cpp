@@ -124,15 +124,6 @@ void TaskGraph::skip_dependents(const TaskState& task, const std::string& why) {
   }
 }
 
-bool TaskGraph::has_ready_chip_work() {
-  std::lock_guard lock(mutex_);
-  if (!group_ready_.empty()) return true;
-  for (const auto& q : chip_ready_) {
-    if (!q.empty()) return true;
-  }
-  return false;
-}
-
 // Ready work in the order it became ready. Each chip runs its single tasks FIFO; the group at
 // the head of the group queue reserves its workers: single tasks that became ready after it
 // wait until it has launched.

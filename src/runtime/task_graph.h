@@ -45,14 +45,12 @@ class TaskGraph {
   // is idle). Groups launch all members at once when every one of their workers is idle and
   // has nothing queued from before the group. True when ready work is left that did not fit.
   bool take_ready(std::vector<uint32_t>& room, std::vector<Posting>& out);
-  bool has_ready_chip_work();
   // Drops the records of a buffer whose memory was reclaimed.
   void forget(uint64_t buffer);
 
   size_t outstanding() const { return outstanding_.load(std::memory_order_acquire); }
   uint64_t finished() const { return finished_.load(std::memory_order_acquire); }
   std::string first_error();
-  std::mutex& mutex() { return mutex_; }
 
  private:
   void make_ready(const std::shared_ptr<TaskState>& task);

@@ -32,7 +32,7 @@ void reset(TaskState& t) {
   t.config = {};
   t.payload.reset();
   t.deps.clear();
-  t.driver = nullptr;
+  t.driver.reset();
   t.ready_sequence = 0;
   t.pending = 0;
   t.members = {};

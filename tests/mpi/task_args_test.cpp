@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -28,8 +30,11 @@ struct Kernels {
   KernelHandle five_dims;     // writes index sums into a strided 5-D view
   KernelHandle bad_scalar;    // reads a scalar that does not exist
   KernelHandle increment;     // inout[0] += 1
+  KernelHandle fail_if;       // throws when scalar 0 is nonzero
   SubHandle sub_scalars;      // out[0..3] = int, float, pointer, negative
+  SubHandle wait_for_handle;  // waits on g_awaited, out[0] = 1 once it is done
 } g_k;
+TaskHandle g_awaited;  // set by the body before it submits wait_for_handle
 
 void echo_scalars(TaskContext& t) {
   auto out = t.output<double>(0);
@@ -68,6 +73,15 @@ void bad_scalar(TaskContext& t) {
 
 void increment(TaskContext& t) {
   t.output<float>(0)[0] += 1;
+}
+
+void fail_if(TaskContext& t) {
+  if (t.scalar<int>(0) != 0) throw std::runtime_error("asked to fail");
+}
+
+void wait_for_handle(TaskContext& t) {
+  g_awaited.wait(20s);
+  t.output<float>(0)[0] = 1;
 }
 
 void sub_scalars(TaskContext& t) {
@@ -261,6 +275,85 @@ TEST(TaskArgsTest, WaitingOnAHandleDrivesTheRun) {
   }
 }
 
+// Without a trace the host reads completion records only when a chip counts a failure: every
+// failure among many completions in flight must still be seen, and only those.
+TEST(TaskArgsTest, EveryFailureIsSeenWithoutATrace) {
+  std::vector<TaskHandle> handles;
+  std::string error;
+  try {
+    g_worker->run([&](Orchestrator& orch) {
+      for (int i = 0; i < 200; ++i) {
+        try {
+          handles.push_back(
+              orch.submit(g_k.fail_if, {scalar(i % 7 == 3 ? 1 : 0)}, i % orch.chips()));
+        } catch (const RemoteFailure&) {  // a failure seen already ends the submissions
+          break;
+        }
+      }
+    });
+  } catch (const RemoteFailure& e) {
+    error = e.what();
+  }
+  if (!g_worker->is_host()) return;
+  EXPECT_THAT(error, HasSubstr("asked to fail"));
+  ASSERT_GT(handles.size(), 3u);
+  for (size_t i = 0; i < handles.size(); ++i) {
+    const bool should_fail = i % 7 == 3;
+    bool failed = false;
+    try {
+      handles[i].wait(1s);
+    } catch (const RemoteFailure&) {
+      failed = true;
+    }
+    EXPECT_EQ(failed, should_fail) << "task " << i;
+  }
+}
+
+// A sub task that waits on a chip task's handle while the body holds the driver role at the
+// end of the run: it must see the task finish (not spin until the timeout).
+TEST(TaskArgsTest, ASubWaitingOnAHandleSeesItFinish) {
+  float flag = 0;
+  const auto start = std::chrono::steady_clock::now();
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({1});
+    auto done = orch.host_tensor<float>({1});
+    g_awaited = orch.submit(g_k.increment, {inout(x)}, 0);
+    orch.submit_sub(g_k.wait_for_handle, {out(done)});
+    // The run ends at once: the body drives while the sub waits.
+    flag = 0;
+    (void)done;
+  });
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (g_worker->is_host()) {
+    EXPECT_TRUE(g_awaited.done());
+    EXPECT_LT(seconds, 5.0) << "the sub's wait stalled the run";
+  }
+  g_awaited = TaskHandle();
+  (void)flag;
+}
+
+// A body that keeps submitting dependent tasks sees earlier ones finish meanwhile (its kicks
+// collect completions when the new task cannot go out).
+TEST(TaskArgsTest, ADependentChainAdvancesWhileTheBodySubmits) {
+  bool first_done_while_submitting = false;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({1});
+    TaskHandle first = orch.submit(g_k.increment, {inout(x)}, 0);
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    for (int i = 0; i < 100000 && std::chrono::steady_clock::now() < until; ++i) {
+      orch.submit(g_k.increment, {inout(x)}, i % orch.chips());
+      if (first.done()) {
+        first_done_while_submitting = true;
+        break;
+      }
+    }
+  });
+  if (g_worker->is_host()) {
+    EXPECT_TRUE(first_done_while_submitting);
+  }
+}
+
 }  // namespace
 }  // namespace rankflow::test
 
@@ -274,6 +367,8 @@ int main(int argc, char** argv) {
   g_k.five_dims = worker.register_kernel("five_dims", five_dims);
   g_k.bad_scalar = worker.register_kernel("bad_scalar", bad_scalar);
   g_k.increment = worker.register_kernel("increment", increment);
+  g_k.fail_if = worker.register_kernel("fail_if", fail_if);
   g_k.sub_scalars = worker.register_sub("sub_scalars", sub_scalars);
+  g_k.wait_for_handle = worker.register_sub("wait_for_handle", wait_for_handle);
   return run_all_tests_on(worker);
 }
