@@ -47,8 +47,10 @@ class DriverRole {
  public:
   explicit DriverRole(Dispatcher& d) : d_(d) {
     d_.want_drive_.fetch_add(1);
-    d_.wake_scheduler_thread();  // it may be backing off with the role held
-    d_.driver_.lock();
+    if (!d_.driver_.try_lock()) {
+      d_.wake_scheduler_thread();  // it holds the role, perhaps backing off: it lets go
+      d_.driver_.lock();
+    }
     t_driving = true;
   }
   ~DriverRole() {
@@ -90,7 +92,7 @@ Dispatcher::~Dispatcher() {
 }
 
 void Dispatcher::begin_run() {
-  DriverRole role(*this);
+  DriverRole role(*this);  // the scheduler thread may still be pumping a failed run's rest
   rounds_.last_beat = Clock::now();
   run_open_ = true;
 }
