@@ -5,9 +5,10 @@
 
 namespace rankflow::runtime {
 
-ChipLink::ChipLink(Team& team, int chip)
+ChipLink::ChipLink(Team& team, int chip, bool shares_core)
     : team_(team),
       chip_(chip),
+      shares_core_(shares_core),
       ring_(team.offset("ring")),
       completions_(team.offset("completions") +
                    static_cast<size_t>(chip) * kRingSlots * kCompletionStride),

@@ -21,9 +21,11 @@ namespace rankflow::runtime {
 
 class ChipLink {
  public:
-  ChipLink(Team& team, int chip);
+  // `shares_core`: the chip is bound to the host's own core (more ranks than cores).
+  ChipLink(Team& team, int chip, bool shares_core);
 
   int chip() const { return chip_; }
+  bool shares_core() const { return shares_core_; }
   uint32_t room() const { return kRingSlots - static_cast<uint32_t>(posted_ - completed_); }
   bool idle() const { return posted_ == completed_; }
   // Posts member `member` of `task` into the next slot (room() > 0).
@@ -48,6 +50,7 @@ class ChipLink {
 
   Team& team_;
   int chip_;
+  bool shares_core_;
   size_t ring_;         // the ring's offset in every window
   size_t completions_;  // this chip's completion records in the host's window
   size_t done_;         // this chip's completion counter in the host's window (then failures)

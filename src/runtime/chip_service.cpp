@@ -165,6 +165,7 @@ ChipService::ChipService(Team& team, const KernelTable& kernels,
       env_{std::move(context), domains_},
       rank_(rank),
       chip_(rank - 1),
+      host_shares_core_(env_.context->shares_core_with(0)),
       posted_(posted_counter(team)),
       done_(team, 0, done_counter(team, rank - 1)),
       failed_(team, 0, failed_counter(team, rank - 1)) {}
@@ -173,6 +174,9 @@ ChipService::ChipService(Team& team, const KernelTable& kernels,
 // of the host, so only a host that is gone or stuck times a chip out.
 void ChipService::wait_for_descriptor(uint64_t sequence) {
   Team& t = team_;
+  // A host bound to this chip's core cannot post while this chip spins: yield at once.
+  transport::SpinHint spin(host_shares_core_ ? transport::Backoff::kSharedCoreSpinPolls
+                                             : transport::Backoff::kSpinPolls);
   uint64_t beats = t.signal_value(kHeartbeatSignal);
   for (;;) {
     uint64_t now_beats = beats;

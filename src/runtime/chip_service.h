@@ -37,6 +37,7 @@ class ChipService {
   ChipEnv env_;
   int rank_;
   int chip_;
+  bool host_shares_core_;  // the host is bound to this chip's core
   uint64_t sequence_ = 0;  // descriptors consumed so far
   size_t posted_;          // the host's count of descriptors posted here (local)
   CounterWriter done_;     // this chip's completions, in the host's window

@@ -72,12 +72,12 @@ Dispatcher::Kicking::~Kicking() {
 }
 
 Dispatcher::Dispatcher(Team& team, TaskGraph& graph, TaskObserver& observer,
-                       std::chrono::nanoseconds timeout)
+                       std::chrono::nanoseconds timeout, const std::vector<bool>& shares_core)
     : team_(team), graph_(graph), observer_(observer), timeout_(timeout) {
   rounds_.mapped = team.mapped_everywhere();
   const int chips = team.size() - 1;
   for (int c = 0; c < chips; ++c)
-    links_.emplace_back(team, c);
+    links_.emplace_back(team, c, c < static_cast<int>(shares_core.size()) && shares_core[c]);
   rounds_.room.resize(chips);
   thread_ = std::thread([this] { loop(); });
 }
@@ -155,6 +155,15 @@ bool Dispatcher::pump(bool kick) {
   return moved;
 }
 
+transport::Backoff Dispatcher::fresh_backoff() const {
+  for (const ChipLink& link : links_) {
+    if (link.shares_core() && !link.idle()) {
+      return transport::Backoff(transport::Backoff::kSharedCoreSpinPolls);
+    }
+  }
+  return transport::Backoff(transport::Backoff::kSpinPolls);
+}
+
 void Dispatcher::beat_if_due() {
   if (!run_open_.load(std::memory_order_relaxed)) return;
   const auto now = Clock::now();
@@ -181,7 +190,7 @@ void Dispatcher::kick() {
 }
 
 bool Dispatcher::wait_until(const std::function<bool()>& done, Clock::time_point deadline) {
-  transport::Backoff backoff;
+  transport::Backoff backoff = fresh_backoff();
   uint64_t seen = wakeups_.load();
   while (!done()) {
     bool moved = false;
@@ -191,7 +200,7 @@ bool Dispatcher::wait_until(const std::function<bool()>& done, Clock::time_point
     }
     if (moved) {
       bump(drives_);
-      backoff = transport::Backoff();
+      backoff = fresh_backoff();
       continue;
     }
     if ((backoff.polls() & 63) == 0 && Clock::now() >= deadline) return done();
@@ -209,10 +218,10 @@ void Dispatcher::finish_run() {
   uint64_t seen = graph_.finished();
   uint64_t seen_wakeups = wakeups_.load();
   auto last_progress = Clock::now();
-  transport::Backoff backoff;
+  transport::Backoff backoff = fresh_backoff();
   while (graph_.outstanding() > 0) {
     if (pump()) {
-      backoff = transport::Backoff();
+      backoff = fresh_backoff();
       continue;
     }
     if ((backoff.polls() & 63) == 0) {
@@ -290,10 +299,10 @@ void Dispatcher::loop() {
     }
     RoundRole role(driver_);
     if (!role.held()) continue;
-    transport::Backoff backoff;
+    transport::Backoff backoff = fresh_backoff();
     while (!shutdown_ && want_drive_.load() == 0 && graph_.outstanding() > 0) {
       if (pump()) {
-        backoff = transport::Backoff();
+        backoff = fresh_backoff();
         continue;
       }
       backoff.pause([&](std::chrono::microseconds d) {

@@ -29,13 +29,15 @@
 #include "runtime/driver_lock.h"
 #include "runtime/observer.h"
 #include "runtime/task_graph.h"
+#include "transport/progress.h"
 
 namespace rankflow::runtime {
 
 class Dispatcher {
  public:
-  Dispatcher(Team& team, TaskGraph& graph, TaskObserver& observer,
-             std::chrono::nanoseconds timeout);
+  // `shares_core[c]`: chip c is bound to the host's own core (its waits then yield at once).
+  Dispatcher(Team& team, TaskGraph& graph, TaskObserver& observer, std::chrono::nanoseconds timeout,
+             const std::vector<bool>& shares_core);
   ~Dispatcher();
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
@@ -74,6 +76,9 @@ class Dispatcher {
   bool should_take_over(uint64_t& seen_drives);
   void sleep_for_wakeup(std::chrono::nanoseconds d, uint64_t& seen);
   void wake_scheduler_thread();
+  // How long to spin before yielding while waiting: briefly when a chip with work in flight
+  // shares the host's core (it cannot run while the host spins).
+  transport::Backoff fresh_backoff() const;
   friend class DriverRole;
   std::string describe_stall(std::chrono::nanoseconds limit) const;
 

@@ -86,7 +86,8 @@ Scheduler::Scheduler(HostServices services)
   subs_ = std::make_unique<SubWorkerPool>(
       services.options.num_sub_workers,
       [this](const std::shared_ptr<TaskState>& task, int index) { run_sub(task, index); });
-  dispatcher_ = std::make_shared<Dispatcher>(services.team, graph_, observers_, services.timeout);
+  dispatcher_ = std::make_shared<Dispatcher>(services.team, graph_, observers_, services.timeout,
+                                             services.chip_shares_core);
 }
 
 // Sub-workers call into the dispatcher and the scheduler thread into the pool: the sub-workers

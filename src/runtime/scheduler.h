@@ -42,6 +42,7 @@ struct HostServices {
   WorkerOptions options;
   const KernelTable& kernels;
   std::chrono::nanoseconds timeout;
+  std::vector<bool> chip_shares_core;  // by chip: bound to the host's core
 };
 
 class Scheduler : public detail::OrchestratorBackend {

@@ -94,8 +94,11 @@ void WorkerImpl::init() {
        {"arena", options_.host_arena_bytes, 4096}},  // last: only the host holds it
       "runtime", kRuntimeSignalSlots, /*last_buffer_here=*/is_host()));
   if (is_host()) {
-    scheduler_ =
-        std::make_unique<Scheduler>(HostServices{*team_, options_, kernels_, context_->timeout()});
+    std::vector<bool> shares_core(chips());
+    for (int c = 0; c < chips(); ++c)
+      shares_core[c] = context_->shares_core_with(c + 1);
+    scheduler_ = std::make_unique<Scheduler>(
+        HostServices{*team_, options_, kernels_, context_->timeout(), std::move(shares_core)});
   } else {
     chip_ = std::make_unique<ChipService>(*team_, kernels_, context_, rank_);
     runtime::install_crash_report(rank_, rank_ - 1);

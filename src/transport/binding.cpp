@@ -75,4 +75,12 @@ BindingResult bind_process(int node_local_rank, env::BindPolicy policy) {
                     std::to_string(node_local_rank)};
 }
 
+int bound_core() {
+  Topology topology = load_topology();
+  Bitmap current(hwloc_bitmap_alloc());
+  if (hwloc_get_cpubind(topology.get(), current.get(), HWLOC_CPUBIND_PROCESS) != 0) return -1;
+  hwloc_obj_t core = single_core_covering(topology.get(), current.get());
+  return core ? static_cast<int>(core->logical_index) : -1;
+}
+
 }  // namespace rankflow::transport

@@ -17,4 +17,8 @@ struct BindingResult {
 // node_local_rank: this rank's index among the ranks on this host.
 BindingResult bind_process(int node_local_rank, env::BindPolicy policy);
 
+// The logical index of the one core this process is bound to, or -1 (unbound, or bound to
+// several cores).
+int bound_core();
+
 }  // namespace rankflow::transport

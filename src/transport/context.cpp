@@ -58,10 +58,25 @@ void Context::bind(MPI_Comm world) {
             "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
   int node_rank = 0;
   MPI_Comm_rank(node, &node_rank);
+  int node_leader = world_rank_;  // the host's identity: its first rank's world rank
+  check_mpi(MPI_Bcast(&node_leader, 1, MPI_INT, 0, node), "MPI_Bcast(node leader)");
   MPI_Comm_free(&node);
   const BindingResult result = bind_process(node_rank, env::bind_policy());
   binding_ = result.description;
   log::info("binding: ", binding_);
+  // Who shares this rank's core: (host, core) of every rank.
+  const int mine[2] = {node_leader, bound_core()};
+  std::vector<int> all(2 * static_cast<size_t>(world_size_));
+  check_mpi(MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, world),
+            "MPI_Allgather(core placement)");
+  core_mates_.assign(world_size_, false);
+  std::string mates;
+  for (int r = 0; r < world_size_; ++r) {
+    core_mates_[r] =
+        r != world_rank_ && mine[1] >= 0 && all[2 * r] == mine[0] && all[2 * r + 1] == mine[1];
+    if (core_mates_[r]) mates += (mates.empty() ? "" : ", ") + std::to_string(r);
+  }
+  if (!mates.empty()) log::info("shares its core with rank(s) ", mates, ": waits for them yield");
 }
 
 void Context::create_ucx() {

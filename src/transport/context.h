@@ -38,6 +38,11 @@ class Context {
   ucp_worker_h worker() const { return worker_; }
   ucp_ep_h endpoint(int world_rank) const;
   const std::string& binding() const { return binding_; }
+  // True when world rank `rank` is bound to the same core of the same host as this rank (more
+  // ranks than cores): a wait for it should yield the core soon rather than spin.
+  bool shares_core_with(int rank) const {
+    return rank >= 0 && rank < static_cast<int>(core_mates_.size()) && core_mates_[rank];
+  }
   // True when rankflow called MPI_Init_thread (and will finalise MPI when released).
   bool mpi_owned_by_rankflow() const { return mpi_->initialised_by_rankflow(); }
   std::chrono::nanoseconds timeout() const { return timeout_; }
@@ -72,6 +77,7 @@ class Context {
   int world_size_ = 0;
   std::chrono::nanoseconds timeout_{};
   std::string binding_;
+  std::vector<bool> core_mates_;  // by world rank: bound to this rank's core (never itself)
   ucp_context_h ucp_context_ = nullptr;
   ucp_worker_h worker_ = nullptr;
   int event_fd_ = -1;                // the worker's wake-up descriptor, or -1 (plain sleeps)

@@ -7,6 +7,21 @@
 #include <thread>
 
 namespace rankflow::transport {
+namespace {
+thread_local uint32_t t_spin_polls = Backoff::kSpinPolls;
+}  // namespace
+
+uint32_t Backoff::hinted_spin_polls() {
+  return t_spin_polls;
+}
+
+SpinHint::SpinHint(uint32_t spin_polls) : previous_(t_spin_polls) {
+  t_spin_polls = spin_polls;
+}
+
+SpinHint::~SpinHint() {
+  t_spin_polls = previous_;
+}
 
 void Backoff::sleep_for(std::chrono::microseconds duration) {
   std::this_thread::sleep_for(duration);

@@ -2,7 +2,8 @@
 // the single loop every blocking wait in rankflow goes through. Runs on whichever thread waits.
 //
 // Policy, from measurements on this 2-core machine (see docs/transport.md):
-//   - spin with a CPU pause for the first kSpinPolls polls (sub-microsecond hand-offs);
+//   - spin with a CPU pause for the first kSpinPolls polls (sub-microsecond hand-offs), or only
+//     kSharedCoreSpinPolls when the thread waits for a rank bound to its own core (SpinHint);
 //   - then sched_yield, so a rank sharing the core with the one it waits for lets it run;
 //   - after kYieldFor of continuous idling, sleep with exponential back-off up to kMaxSleep
 //     (ranks that wait for the host's next task should not burn a core).
@@ -20,6 +21,13 @@ namespace rankflow::transport {
 class Backoff {
  public:
   static constexpr uint32_t kSpinPolls = 128;
+  // For a wait on a rank bound to the same core: it cannot run while this one spins.
+  static constexpr uint32_t kSharedCoreSpinPolls = 4;
+
+  // Spins for the calling thread's current SpinHint (kSpinPolls without one).
+  Backoff() : spin_polls_(hinted_spin_polls()) {}
+  explicit Backoff(uint32_t spin_polls) : spin_polls_(spin_polls) {}
+  static uint32_t hinted_spin_polls();
   static constexpr std::chrono::microseconds kYieldFor{2000};
   static constexpr std::chrono::microseconds kMinSleep{20};
   static constexpr std::chrono::microseconds kMaxSleep{1000};
@@ -29,11 +37,11 @@ class Backoff {
   template <typename Idle>
   void pause(Idle&& idle) {
     ++polls_;
-    if (polls_ < kSpinPolls) {
+    if (polls_ < spin_polls_) {
       cpu_relax();
       return;
     }
-    if (polls_ == kSpinPolls) start_yielding();
+    if (polls_ == spin_polls_) start_yielding();
     if (!sleeping_ && !idle_long_enough()) {
       yield();
       return;
@@ -61,10 +69,25 @@ class Backoff {
   void start_yielding();
   bool idle_long_enough() const;
 
+  uint32_t spin_polls_;
   uint64_t polls_ = 0;
   std::chrono::steady_clock::time_point idle_since_{};
   std::chrono::microseconds sleep_{kMinSleep};
   bool sleeping_ = false;
+};
+
+// How long the waits of this thread spin before they yield, while it lives: a thread about to
+// wait for a rank that shares its core (Context::shares_core_with) spins only a few polls, so
+// that rank gets the core at once.
+class SpinHint {
+ public:
+  explicit SpinHint(uint32_t spin_polls);
+  ~SpinHint();
+  SpinHint(const SpinHint&) = delete;
+  SpinHint& operator=(const SpinHint&) = delete;
+
+ private:
+  uint32_t previous_;
 };
 
 // Polls `done()` until it returns true. Between polls, calls `progress()` and backs off, using

@@ -37,6 +37,24 @@ TEST(WaitTest, TimesOutWithTheDiagnostic) {
   EXPECT_LT(waited, std::chrono::seconds(2)) << "sleep back-off must stay bounded";
 }
 
+// A wait for a rank on this thread's own core spins only briefly; the hint is the thread's,
+// nests, and goes with its scope.
+TEST(WaitTest, SpinHintSetsHowLongBackoffsSpin) {
+  EXPECT_EQ(Backoff::hinted_spin_polls(), Backoff::kSpinPolls);
+  {
+    SpinHint shared(Backoff::kSharedCoreSpinPolls);
+    EXPECT_EQ(Backoff::hinted_spin_polls(), Backoff::kSharedCoreSpinPolls);
+    {
+      SpinHint inner(Backoff::kSpinPolls);
+      EXPECT_EQ(Backoff::hinted_spin_polls(), Backoff::kSpinPolls);
+    }
+    EXPECT_EQ(Backoff::hinted_spin_polls(), Backoff::kSharedCoreSpinPolls);
+    std::thread other([] { EXPECT_EQ(Backoff::hinted_spin_polls(), Backoff::kSpinPolls); });
+    other.join();
+  }
+  EXPECT_EQ(Backoff::hinted_spin_polls(), Backoff::kSpinPolls);
+}
+
 TEST(WaitTest, FormatSeconds) {
   EXPECT_EQ(format_seconds(std::chrono::milliseconds(1500)), "1.5 s");
   EXPECT_EQ(format_seconds(std::chrono::seconds(120)), "120 s");
