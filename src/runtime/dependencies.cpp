@@ -68,8 +68,10 @@ void DependencyTracker::BufferRecords::add(uint64_t task, const ByteUse& use) {
   lengths_.insert(use.end - use.begin);
 }
 
-std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses) {
-  std::vector<uint64_t> before;
+// `before` (cleared first) gets the earlier tasks, sorted, without duplicates.
+void DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses,
+                            std::vector<uint64_t>& before) {
+  before.clear();
   for (const ByteUse& use : uses) {
     auto found = by_buffer_.find(use.buffer);
     if (found == by_buffer_.end()) continue;
@@ -87,7 +89,6 @@ std::vector<uint64_t> DependencyTracker::add(uint64_t task, const std::vector<By
   }
   std::sort(before.begin(), before.end());
   before.erase(std::unique(before.begin(), before.end()), before.end());
-  return before;
 }
 
 void check_task_uses(std::span<const ByteUse> uses, std::string_view kernel) {

@@ -29,7 +29,12 @@ class DependencyTracker {
   // Records `uses` of `task` and returns every earlier task it depends on (sorted, without
   // duplicates), finished ones included: the caller waits only for those still running, and
   // the graph dump shows them all. A record stays until a later write covers its bytes.
-  std::vector<uint64_t> add(uint64_t task, const std::vector<ByteUse>& uses);
+  void add(uint64_t task, const std::vector<ByteUse>& uses, std::vector<uint64_t>& before);
+  std::vector<uint64_t> add(uint64_t task, const std::vector<ByteUse>& uses) {
+    std::vector<uint64_t> before;
+    add(task, uses, before);
+    return before;
+  }
   void clear() { by_buffer_.clear(); }
   // Drops every record of a buffer whose memory was reclaimed (no live task uses it).
   void forget(uint64_t buffer) { by_buffer_.erase(buffer); }

@@ -203,7 +203,7 @@ bool Dispatcher::wait_until(const std::function<bool()>& done, Clock::time_point
       backoff = fresh_backoff();
       continue;
     }
-    if ((backoff.polls() & 63) == 0 && Clock::now() >= deadline) return done();
+    if (Clock::now() >= deadline) return done();  // a yield may take a whole time slice
     backoff.pause([&](std::chrono::microseconds d) { sleep_for_wakeup(d, seen); });
   }
   return true;

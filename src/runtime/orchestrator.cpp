@@ -112,10 +112,8 @@ Domain Orchestrator::allocate_domain(std::string name, std::vector<int> workers,
 
 TaskHandle Orchestrator::submit(KernelHandle kernel, std::vector<TaskArg> args, int worker,
                                 std::vector<uint64_t> after, CallConfig config) {
-  std::vector<std::vector<TaskArg>> members;
-  members.push_back(std::move(args));
   return detail::OrchestratorBackend::handle(
-      backend_.submit(false, kernel.index, std::move(members), {worker}, std::move(after), config));
+      backend_.submit_one(false, kernel.index, args, worker, after, config));
 }
 
 TaskHandle Orchestrator::submit_group(KernelHandle kernel,
@@ -129,10 +127,8 @@ TaskHandle Orchestrator::submit_group(KernelHandle kernel,
 
 TaskHandle Orchestrator::submit_sub(SubHandle sub, std::vector<TaskArg> args,
                                     std::vector<uint64_t> after) {
-  std::vector<std::vector<TaskArg>> members;
-  members.push_back(std::move(args));
   return detail::OrchestratorBackend::handle(
-      backend_.submit(true, sub.index, std::move(members), {}, std::move(after), {}));
+      backend_.submit_one(true, sub.index, args, -1, after, {}));
 }
 
 int Orchestrator::chips() const {

@@ -169,8 +169,25 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
   if (find_builtin(fn) != nullptr) {
     throw InvalidArgument("submit: handle " + std::to_string(fn) + " is not a registered kernel");
   }
-  return enter(sub, fn, std::move(member_args), std::move(workers), std::move(after), config,
-               nullptr);
+  auto task = fresh_task(sub, fn, config);
+  task->member_args = std::move(member_args);
+  task->workers = std::move(workers);
+  return enter(std::move(task), after);
+}
+
+// One member: its arguments and worker go into the pooled state's own vectors (no allocation
+// in steady state).
+std::shared_ptr<TaskState> Scheduler::submit_one(bool sub, uint32_t fn, std::vector<TaskArg>& args,
+                                                 int worker, std::vector<uint64_t>& after,
+                                                 CallConfig config) {
+  if (find_builtin(fn) != nullptr) {
+    throw InvalidArgument("submit: handle " + std::to_string(fn) + " is not a registered kernel");
+  }
+  auto task = fresh_task(sub, fn, config);
+  task->member_args.resize(1);
+  task->member_args[0].swap(args);
+  if (!sub) task->workers.assign(1, worker);
+  return enter(std::move(task), after);
 }
 
 std::shared_ptr<TaskState> Scheduler::copy(const Tensor& dst, const Tensor& src, const char* what) {
@@ -186,8 +203,11 @@ std::shared_ptr<TaskState> Scheduler::copy(const Tensor& dst, const Tensor& src,
     throw InvalidArgument(std::string(what) + ": sizes differ (" + std::to_string(dst.bytes()) +
                           " and " + std::to_string(src.bytes()) + " bytes)");
   }
-  std::vector<std::vector<TaskArg>> args{{out_existing(dst), in(src)}};
-  return enter(false, kCopyKernel, std::move(args), {child.home()}, {}, {}, nullptr);
+  auto task = fresh_task(false, kCopyKernel, {});
+  task->member_args.assign(1, {out_existing(dst), in(src)});
+  task->workers.assign(1, child.home());
+  std::vector<uint64_t> after;
+  return enter(std::move(task), after);
 }
 
 Domain Scheduler::allocate_domain(std::string name, std::vector<int> workers, size_t window_bytes,
@@ -195,10 +215,12 @@ Domain Scheduler::allocate_domain(std::string name, std::vector<int> workers, si
   auto payload = std::make_shared<std::vector<std::byte>>();
   auto domain =
       domains_.allocate(std::move(name), workers, window_bytes, std::move(buffers), *payload);
-  std::vector<std::vector<TaskArg>> no_args(workers.size());
-  domain->creation_task = enter(false, kCreateDomainKernel, std::move(no_args), std::move(workers),
-                                {}, {}, std::move(payload))
-                              ->id;
+  auto task = fresh_task(false, kCreateDomainKernel, {});
+  task->member_args.assign(workers.size(), {});
+  task->workers = std::move(workers);
+  task->payload = std::move(payload);
+  std::vector<uint64_t> after;
+  domain->creation_task = enter(std::move(task), after)->id;
   return DomainState::handle(std::move(domain));
 }
 
@@ -219,48 +241,48 @@ void Scheduler::check_workers(const std::vector<int>& workers, std::string_view 
   }
 }
 
-std::shared_ptr<TaskState> Scheduler::enter(bool sub, uint32_t fn,
-                                            std::vector<std::vector<TaskArg>> member_args,
-                                            std::vector<int> workers, std::vector<uint64_t> after,
-                                            CallConfig config,
-                                            std::shared_ptr<const std::vector<std::byte>> payload) {
-  const std::string_view name = services_.kernels.name(sub, fn);
-  check_config(config, name);
-  if (sub && subs_->threads() == 0) {
+std::shared_ptr<TaskState> Scheduler::enter(std::shared_ptr<TaskState> task,
+                                            std::vector<uint64_t>& after) {
+  const TaskState& t = *task;
+  const std::string_view name = services_.kernels.name(t.sub, t.fn);
+  check_config(t.config, name);
+  if (t.sub && subs_->threads() == 0) {
     throw InvalidArgument("submit_sub('" + std::string(name) +
                           "'): the worker has no sub-workers (WorkerOptions::num_sub_workers)");
   }
-  if (!sub && (workers.empty() || workers.size() != member_args.size())) {
-    throw InvalidArgument("task '" + std::string(name) + "': " + std::to_string(workers.size()) +
-                          " workers for " + std::to_string(member_args.size()) +
+  if (!t.sub && (t.workers.empty() || t.workers.size() != t.member_args.size())) {
+    throw InvalidArgument("task '" + std::string(name) + "': " + std::to_string(t.workers.size()) +
+                          " workers for " + std::to_string(t.member_args.size()) +
                           " argument lists; a group needs one of each per member");
   }
-  check_workers(workers, name);
+  check_workers(t.workers, name);
   reclaim();
-  std::vector<ByteUse> uses;
-  for (size_t m = 0; m < member_args.size(); ++m) {
-    check_counts(member_args[m], name);
-    const int worker = sub ? -1 : workers[m];
-    uses_of(member_args[m], name, worker, uses);
-    domains_.check_args(member_args[m], name, worker, after);
+  uses_.clear();
+  for (size_t m = 0; m < t.member_args.size(); ++m) {
+    check_counts(t.member_args[m], name);
+    const int worker = t.sub ? -1 : t.workers[m];
+    uses_of(t.member_args[m], name, worker, uses_);
+    domains_.check_args(t.member_args[m], name, worker, after);
   }
-  if (member_args.size() > 1) check_task_uses(uses, name);
-  if (fn != kCreateDomainKernel) domains_.note_submit();
-  auto task = tasks_.make();
-  task->sub = sub;
-  task->fn = fn;
+  if (t.member_args.size() > 1) check_task_uses(uses_, name);
+  if (t.fn != kCreateDomainKernel) domains_.note_submit();
   task->name = name;
-  task->workers = std::move(workers);
-  task->member_args = std::move(member_args);
-  task->config = config;
-  task->payload = std::move(payload);
   task->driver = dispatcher_;
   {
     Dispatcher::Kicking kicking;  // this thread posts what became ready right below
-    graph_.add(task, uses, after);
+    graph_.add(task, uses_, after);
   }
   observers_.task_submitted(task);
-  if (!sub) dispatcher_->kick();
+  if (!t.sub) dispatcher_->kick();
+  return task;
+}
+
+// A fresh state from the pool, its fields set; member_args and workers are the caller's.
+std::shared_ptr<TaskState> Scheduler::fresh_task(bool sub, uint32_t fn, CallConfig config) {
+  auto task = tasks_.make();
+  task->sub = sub;
+  task->fn = fn;
+  task->config = config;
   return task;
 }
 

@@ -63,6 +63,9 @@ class Scheduler : public detail::OrchestratorBackend {
                                     std::vector<std::vector<TaskArg>> member_args,
                                     std::vector<int> workers, std::vector<uint64_t> after,
                                     CallConfig config) override;
+  std::shared_ptr<TaskState> submit_one(bool sub, uint32_t fn, std::vector<TaskArg>& args,
+                                        int worker, std::vector<uint64_t>& after,
+                                        CallConfig config) override;
   std::shared_ptr<TaskState> copy(const Tensor& dst, const Tensor& src, const char* what) override;
   Domain allocate_domain(std::string name, std::vector<int> workers, size_t window_bytes,
                          std::vector<BufferSpec> buffers) override;
@@ -70,12 +73,10 @@ class Scheduler : public detail::OrchestratorBackend {
   void dump_dot(const std::string& path) const override { graph_dump_->write(path); }
 
  private:
-  // The common path of every submission; `payload` for built-in kernels.
-  std::shared_ptr<TaskState> enter(bool sub, uint32_t fn,
-                                   std::vector<std::vector<TaskArg>> member_args,
-                                   std::vector<int> workers, std::vector<uint64_t> after,
-                                   CallConfig config,
-                                   std::shared_ptr<const std::vector<std::byte>> payload);
+  // The common path of every submission: checks `task` (its kind, kernel, config, workers and
+  // arguments set), records it, posts it if it is ready.
+  std::shared_ptr<TaskState> enter(std::shared_ptr<TaskState> task, std::vector<uint64_t>& after);
+  std::shared_ptr<TaskState> fresh_task(bool sub, uint32_t fn, CallConfig config);
   void check_workers(const std::vector<int>& workers, std::string_view name) const;
   void uses_of(const std::vector<TaskArg>& args, std::string_view name, int worker,
                std::vector<ByteUse>& uses) const;
@@ -87,6 +88,7 @@ class Scheduler : public detail::OrchestratorBackend {
   uint64_t run_ = 0;
   BufferIds ids_;
   TaskPool tasks_;
+  std::vector<ByteUse> uses_;  // enter()'s scratch (body thread)
   HostMemory host_;
   ChildMemory child_;
   RunDomains domains_;

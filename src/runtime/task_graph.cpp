@@ -44,13 +44,13 @@ void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<By
   }
   ++next_id_;
   task->id = id;
-  std::vector<uint64_t> before = tracker_.add(id, uses);
+  std::vector<uint64_t>& before = task->deps;  // a pooled state's vector: no allocation
+  tracker_.add(id, uses, before);
   if (!after.empty()) {
     before.insert(before.end(), after.begin(), after.end());
     std::sort(before.begin(), before.end());
     before.erase(std::unique(before.begin(), before.end()), before.end());
   }
-  task->deps = std::move(before);
   run_tasks_.push_back(task);
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   for (uint64_t d : task->deps) {
