@@ -66,15 +66,33 @@ bool elements_match(const DecodedArg& a) {
   return !__builtin_mul_overflow(last + 1, r.element_bytes, &reach) && reach <= r.extent;
 }
 
+}  // namespace
+
+// Where arguments point in the runtime team's window: resolved once per chip, not per task.
+struct ArgSpaces {
+  explicit ArgSpaces(const Team& team)
+      : arena(team.offset("arena")),
+        arena_bytes(team.bytes("arena")),
+        child(team.offset("child")),
+        child_bytes(team.bytes("child")) {}
+  size_t arena;
+  size_t arena_bytes;
+  size_t child;
+  size_t child_bytes;
+};
+
+namespace {
+
 // The arguments of one task as the kernel sees them: straight into the host's mapped arena, or
 // staged through local copies fetched before and written back after the kernel. Every range is
 // checked against the arena it names.
 class ChipArgs {
  public:
-  ChipArgs(Team& team, const DecodedTask& task, const ChipDomains& domains, int chip)
-      : team_(team), task_(task) {
+  ChipArgs(Team& team, const ArgSpaces& spaces, const DecodedTask& task, const ChipDomains& domains,
+           int chip)
+      : team_(team), spaces_(spaces), task_(task) {
     if (task.args.empty()) return;  // nothing to map or stage
-    const size_t arena = team.offset("arena");
+    const size_t arena = spaces.arena;
     bool fetched = false;
     staged_.resize(task.args.size());
     for (size_t i = 0; i < task.args.size(); ++i) {
@@ -85,10 +103,14 @@ class ChipArgs {
             {nullptr, 0, {}, access, {}, &domains.find(static_cast<uint32_t>(r.offset), chip)});
         continue;
       }
-      check_range(i, task.args[i], r.space == kChildSpace ? "child" : "arena");
+      if (r.space == kChildSpace) {
+        check_range(i, task.args[i], "child", spaces.child_bytes);
+      } else {
+        check_range(i, task.args[i], "arena", spaces.arena_bytes);
+      }
       std::byte* data = nullptr;
       if (r.space == kChildSpace) {  // this chip's own child memory
-        data = team.local_ptr(team.offset("child") + r.offset);
+        data = team.local_ptr(spaces.child + r.offset);
       } else {
         data = static_cast<std::byte*>(team.remote_ptr(0, arena + r.offset));
         if (data == nullptr && r.extent > 0) {
@@ -111,7 +133,7 @@ class ChipArgs {
   // elements only, so other tasks' elements between a strided view's rows stay untouched.
   void write_back() {
     if (task_.args.empty()) return;
-    const size_t arena = team_.offset("arena");
+    const size_t arena = spaces_.arena;
     bool put = false;
     for (size_t i = 0; i < task_.args.size(); ++i) {
       const DecodedArg& a = task_.args[i];
@@ -131,9 +153,8 @@ class ChipArgs {
 
  private:
   // A range outside its arena (a descriptor that is not the host's) is an error, not a crash.
-  void check_range(size_t i, const DecodedArg& a, const char* buffer) const {
+  void check_range(size_t i, const DecodedArg& a, const char* buffer, size_t size) const {
     const ArgRecord& r = a.record;
-    const size_t size = team_.bytes(buffer);
     if (r.offset > size || r.extent > size - r.offset || r.bytes > r.extent) {
       throw TransportError("argument " + std::to_string(i) + " names bytes [" +
                            std::to_string(r.offset) + ", +" + std::to_string(r.extent) +
@@ -147,6 +168,7 @@ class ChipArgs {
   }
 
   Team& team_;
+  const ArgSpaces& spaces_;
   const DecodedTask& task_;
   std::vector<std::vector<std::byte>> staged_;
   std::vector<TaskContext::Arg> args_;
@@ -166,9 +188,12 @@ ChipService::ChipService(Team& team, const KernelTable& kernels,
       rank_(rank),
       chip_(rank - 1),
       host_shares_core_(env_.context->shares_core_with(0)),
+      spaces_(std::make_unique<ArgSpaces>(team)),
       posted_(posted_counter(team)),
       done_(team, 0, done_counter(team, rank - 1)),
       failed_(team, 0, failed_counter(team, rank - 1)) {}
+
+ChipService::~ChipService() = default;
 
 // Waits for descriptor `sequence`. The deadline (RANKFLOW_TIMEOUT_S) restarts at every heartbeat
 // of the host, so only a host that is gone or stuck times a chip out.
@@ -197,7 +222,7 @@ void ChipService::wait_for_descriptor(uint64_t sequence) {
 
 void ChipService::run_kernel(const DecodedTask& task) {
   const DescHeader& h = task.header;
-  ChipArgs args(team_, task, domains_, chip_);
+  ChipArgs args(team_, *spaces_, task, domains_, chip_);
   TaskContext context(
       {chip_, h.task_id, static_cast<int>(h.group_rank), static_cast<int>(h.group_size)},
       args.take(), task.scalars, CallConfig{static_cast<int>(h.threads), h.scratch_bytes});

@@ -18,10 +18,13 @@
 
 namespace rankflow::runtime {
 
+struct ArgSpaces;
+
 class ChipService {
  public:
   ChipService(Team& team, const KernelTable& kernels, std::shared_ptr<transport::Context> context,
               int rank);
+  ~ChipService();
   // Serves tasks until the host's end-of-run marker; then the run's domains close.
   void serve_run();
 
@@ -38,6 +41,7 @@ class ChipService {
   int rank_;
   int chip_;
   bool host_shares_core_;  // the host is bound to this chip's core
+  std::unique_ptr<ArgSpaces> spaces_;
   uint64_t sequence_ = 0;  // descriptors consumed so far
   size_t posted_;          // the host's count of descriptors posted here (local)
   CounterWriter done_;     // this chip's completions, in the host's window

@@ -166,10 +166,7 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
                                              std::vector<std::vector<TaskArg>> member_args,
                                              std::vector<int> workers, std::vector<uint64_t> after,
                                              CallConfig config) {
-  if (find_builtin(fn) != nullptr) {
-    throw InvalidArgument("submit: handle " + std::to_string(fn) + " is not a registered kernel");
-  }
-  auto task = fresh_task(sub, fn, config);
+  auto task = user_task(sub, fn, config);
   task->member_args = std::move(member_args);
   task->workers = std::move(workers);
   return enter(std::move(task), after);
@@ -180,10 +177,7 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
 std::shared_ptr<TaskState> Scheduler::submit_one(bool sub, uint32_t fn, std::vector<TaskArg>& args,
                                                  int worker, std::vector<uint64_t>& after,
                                                  CallConfig config) {
-  if (find_builtin(fn) != nullptr) {
-    throw InvalidArgument("submit: handle " + std::to_string(fn) + " is not a registered kernel");
-  }
-  auto task = fresh_task(sub, fn, config);
+  auto task = user_task(sub, fn, config);
   task->member_args.resize(1);
   task->member_args[0].swap(args);
   if (!sub) task->workers.assign(1, worker);
@@ -275,6 +269,14 @@ std::shared_ptr<TaskState> Scheduler::enter(std::shared_ptr<TaskState> task,
   observers_.task_submitted(task);
   if (!t.sub) dispatcher_->kick();
   return task;
+}
+
+// A user's kernel or sub: built-in ids are the runtime's own.
+std::shared_ptr<TaskState> Scheduler::user_task(bool sub, uint32_t fn, CallConfig config) {
+  if (find_builtin(fn) != nullptr) {
+    throw InvalidArgument("submit: handle " + std::to_string(fn) + " is not a registered kernel");
+  }
+  return fresh_task(sub, fn, config);
 }
 
 // A fresh state from the pool, its fields set; member_args and workers are the caller's.

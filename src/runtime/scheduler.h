@@ -77,6 +77,7 @@ class Scheduler : public detail::OrchestratorBackend {
   // arguments set), records it, posts it if it is ready.
   std::shared_ptr<TaskState> enter(std::shared_ptr<TaskState> task, std::vector<uint64_t>& after);
   std::shared_ptr<TaskState> fresh_task(bool sub, uint32_t fn, CallConfig config);
+  std::shared_ptr<TaskState> user_task(bool sub, uint32_t fn, CallConfig config);
   void check_workers(const std::vector<int>& workers, std::string_view name) const;
   void uses_of(const std::vector<TaskArg>& args, std::string_view name, int worker,
                std::vector<ByteUse>& uses) const;
