@@ -126,9 +126,16 @@ Window::~Window() {
   release();
 }
 
+// Every put this member issued lands before any member lets go of its memory: the flush
+// completes only once each target has taken this member's puts in (on TCP, while the target
+// progresses in its own close), and the barrier after it keeps a target from leaving before
+// every member's flush is done. The window counts as closed even when the flush times out.
 void Window::close() {
   if (closed_) return;
-  closed_ = true;
+  struct MarkClosed {
+    bool& closed;
+    ~MarkClosed() { closed = true; }
+  } mark_closed{closed_};
   flush();
   MPI_Request request;
   check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");

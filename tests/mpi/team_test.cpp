@@ -1,7 +1,9 @@
 // Teams: a window over a subset of ranks, named buffers at identical offsets, and barriers that
-// really synchronise (10,000 in a row).
+// really synchronise (10,000 in a row), and a close that lands every put before any member lets
+// go of its window.
 #include <gtest/gtest.h>
 
+#include <span>
 #include <vector>
 
 #include "mpi_test_main.h"
@@ -48,6 +50,28 @@ TEST(TeamTest, NamedBuffersSitAtTheSameOffsetOnEveryMember) {
   EXPECT_EQ(team.local_as<uint64_t>("c")[0], mine);
   team.barrier();
   team.close();
+}
+
+// Close is the last call into UCX a window gets: every put issued to it must have landed when
+// close returns on the target, even when the target sat in the program's own MPI calls (no UCX
+// progress) while the puts were sent. Over UCX_TLS=tcp,self a put lands only while its target
+// progresses, so a close that skipped its flush would leave these bytes in flight, to land
+// later in unmapped memory.
+TEST(TeamTest, CloseLandsEveryPutBeforeAnyMemberLetsGo) {
+  constexpr size_t kWords = 4096;
+  Team team =
+      transport::create_team(shared_context(), MPI_COMM_WORLD, {{"in", kWords * 8}}, "close");
+  const int me = team.rank(), n = team.size();
+  const int right = (me + 1) % n, left = (me + n - 1) % n;
+  std::vector<uint64_t> words(kWords);
+  for (size_t i = 0; i < kWords; ++i) words[i] = (uint64_t(me) << 32) | i;
+  for (size_t i = 0; i < kWords; i += 64)
+    team.put(right, team.offset("in") + i * 8, &words[i], 64 * 8);
+  MPI_Barrier(MPI_COMM_WORLD);  // the program's own MPI call: no UCX progress here
+  const std::span<uint64_t> in = team.local_as<uint64_t>("in");
+  team.close();
+  for (size_t i = 0; i < kWords; ++i)
+    ASSERT_EQ(in[i], (uint64_t(left) << 32) | i) << "word " << i << " from member " << left;
 }
 
 TEST(TeamTest, TenThousandBarriersSynchronise) {
