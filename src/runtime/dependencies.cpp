@@ -36,7 +36,7 @@ void DependencyTracker::BufferRecords::for_each_candidate(const ByteUse& use, Vi
   if (!contiguous_.empty()) {
     // A record overlaps [begin, end) only if it starts before `end` and ends after `begin`; no
     // record is longer than the longest, so none starting at or before begin - longest can.
-    const size_t longest = *lengths_.rbegin();
+    const size_t longest = lengths_.rbegin()->first;
     const size_t from = use.begin >= longest ? use.begin - longest + 1 : 0;
     for (auto it = contiguous_.lower_bound(from); it != contiguous_.end() && it->first < use.end;
          ++it) {
@@ -50,7 +50,8 @@ void DependencyTracker::BufferRecords::erase_covered_by(const ByteUse& write) {
   for (auto it = contiguous_.lower_bound(write.begin);
        it != contiguous_.end() && it->first <= write.end;) {
     if (covers(write, it->second.use)) {
-      lengths_.erase(lengths_.find(it->second.use.end - it->second.use.begin));
+      const auto length = lengths_.find(it->second.use.end - it->second.use.begin);
+      if (--length->second == 0) lengths_.erase(length);
       it = contiguous_.erase(it);
     } else {
       ++it;
@@ -65,7 +66,7 @@ void DependencyTracker::BufferRecords::add(uint64_t task, const ByteUse& use) {
     return;
   }
   contiguous_.emplace(use.begin, Record{task, use});
-  lengths_.insert(use.end - use.begin);
+  ++lengths_[use.end - use.begin];
 }
 
 // `before` (cleared first) gets the earlier tasks, sorted, without duplicates.
@@ -81,7 +82,7 @@ void DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses,
     });
   }
   for (const ByteUse& use : uses) {
-    BufferRecords& records = by_buffer_[use.buffer];
+    BufferRecords& records = by_buffer_.try_emplace(use.buffer, &pool_).first->second;
     // A write that covers a record depends on that record's task, so every later task that
     // would depend on it through these bytes depends on the write instead: the record can go.
     if (use.writes && use.layout.ndim == 0) records.erase_covered_by(use);

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
-#include <set>
+#include <memory_resource>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -47,6 +47,7 @@ class DependencyTracker {
   // indexed per dimension).
   class BufferRecords {
    public:
+    explicit BufferRecords(std::pmr::memory_resource* pool) : contiguous_(pool), lengths_(pool) {}
     // Calls `visit(record)` for every record whose bytes may overlap `use`'s bounding range
     // (a superset of those that overlaps() accepts).
     template <typename Visit>
@@ -56,10 +57,13 @@ class DependencyTracker {
     void add(uint64_t task, const ByteUse& use);
 
    private:
-    std::multimap<size_t, Record> contiguous_;  // by use.begin
-    std::multiset<size_t> lengths_;             // end - begin of each contiguous record
+    std::pmr::multimap<size_t, Record> contiguous_;  // by use.begin
+    std::pmr::map<size_t, size_t> lengths_;  // end - begin -> how many contiguous records
     StridedIndex strided_;
   };
+  // The records' tree nodes come from a pool: a run of n tasks allocates no node per use once
+  // an earlier run (or the run's own covered records) returned them.
+  std::pmr::unsynchronized_pool_resource pool_;
   std::unordered_map<uint64_t, BufferRecords> by_buffer_;
 };
 

@@ -55,7 +55,7 @@ void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<By
   outstanding_.fetch_add(1, std::memory_order_relaxed);
   for (uint64_t d : task->deps) {
     const auto& predecessor = run_tasks_[d - first_id_];
-    if (terminal(predecessor->status.load(std::memory_order_relaxed))) continue;  // succeeded
+    if (predecessor == nullptr) continue;  // it succeeded (a failure ends the run's submits)
     predecessor->dependents.push_back(task);
     ++task->pending;
   }
@@ -96,6 +96,7 @@ void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const st
 void TaskGraph::complete(const std::shared_ptr<TaskState>& task, bool ok,
                          const std::string& error) {
   task->member_args.clear();  // lets go of alloc tensors this task was the last user of
+  run_tasks_[task->id - first_id_].reset();  // a finished state goes back to the pool
   outstanding_.fetch_sub(1, std::memory_order_release);
   finished_.fetch_add(1, std::memory_order_release);
   if (!ok) {
@@ -119,6 +120,7 @@ void TaskGraph::skip_dependents(const TaskState& task, const std::string& why) {
     next->error = "skipped: " + why;
     next->status = TaskStatus::kSkipped;
     next->member_args.clear();
+    run_tasks_[next->id - first_id_].reset();  // `next` itself is held by task.dependents
     outstanding_.fetch_sub(1, std::memory_order_release);
     skip_dependents(*next, why);
   }

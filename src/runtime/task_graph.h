@@ -1,4 +1,4 @@
-// TaskGraph: the host's graph of one run. It owns each task's state, its dependents and
+// TaskGraph: the host's graph of one run. It owns each unfinished task's state, its dependents and
 // pending count, the dependency tracker, and the ready order: one FIFO of single tasks per
 // chip, one queue of groups (the head reserves its workers), and sub tasks handed to the
 // sub-worker pool as they become ready. Everything is under one lock, taken by the body's
@@ -60,7 +60,9 @@ class TaskGraph {
 
   std::mutex mutex_;
   DependencyTracker tracker_;
-  std::vector<std::shared_ptr<TaskState>> run_tasks_;  // by id - first_id_
+  // By id - first_id_: the run's unfinished tasks (a finished one's entry is empty, so its
+  // state returns to the pool once nobody else holds it).
+  std::vector<std::shared_ptr<TaskState>> run_tasks_;
   uint64_t first_id_ = 1;
   uint64_t next_id_ = 1;
   uint64_t ready_counter_ = 0;
