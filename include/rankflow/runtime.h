@@ -85,7 +85,7 @@ class TaskContext {
   }
   size_t args() const { return args_.size(); }  // tensor and domain arguments
   size_t scalars() const { return scalars_.size(); }
-  const std::vector<size_t>& shape(size_t i) const { return arg(i).shape; }
+  const Dims& shape(size_t i) const { return arg(i).shape; }
   int worker() const { return where_.worker; }  // chip worker id, or -1 on a sub-worker
   uint64_t task_id() const { return where_.task_id; }
   int group_rank() const { return where_.group_rank; }  // member index in a group task, else 0
@@ -98,9 +98,9 @@ class TaskContext {
   struct Arg {
     std::byte* data;  // the first element
     size_t bytes;     // of the elements
-    std::vector<size_t> shape;
+    Dims shape;
     Access access;
-    std::vector<size_t> strides;      // in elements; empty or row-major when contiguous
+    Dims strides;                     // in elements; empty or row-major when contiguous
     DomainContext* domain = nullptr;  // a domain_arg
   };
   struct Placement {

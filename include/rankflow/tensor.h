@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <vector>
@@ -36,15 +37,72 @@ enum class Access : uint8_t {
   kNoDep,           // passed through without creating dependencies
 };
 
+namespace detail {
+[[noreturn]] void throw_too_many_dims(size_t n);
+}  // namespace detail
+
+// A shape or strides: up to kMax extents, held inline so that tensors copy without allocating.
+// Reads like a std::vector<size_t> (size, [], iteration, ==) and converts to one. More than
+// kMax entries is InvalidArgument.
+class Dims {
+ public:
+  static constexpr size_t kMax = 5;
+  using value_type = size_t;
+  using const_iterator = const size_t*;
+  using iterator = const size_t*;
+
+  Dims() = default;
+  Dims(std::initializer_list<size_t> d) { assign(d.begin(), d.size()); }
+  Dims(const std::vector<size_t>& d) { assign(d.data(), d.size()); }  // NOLINT: implicit
+  Dims(const size_t* d, size_t n) { assign(d, n); }
+  static Dims filled(size_t n, size_t value) {
+    Dims d;
+    if (n > kMax) detail::throw_too_many_dims(n);
+    d.size_ = static_cast<uint32_t>(n);
+    for (size_t i = 0; i < n; ++i)
+      d.dims_[i] = value;
+    return d;
+  }
+
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  const size_t* data() const { return dims_; }
+  const size_t* begin() const { return dims_; }
+  const size_t* end() const { return dims_ + size_; }
+  size_t operator[](size_t i) const { return dims_[i]; }
+  size_t& operator[](size_t i) { return dims_[i]; }
+  size_t front() const { return dims_[0]; }
+  size_t back() const { return dims_[size_ - 1]; }
+  operator std::vector<size_t>() const { return {begin(), end()}; }  // NOLINT: implicit
+  std::vector<size_t> to_vector() const { return {begin(), end()}; }
+
+  friend bool operator==(const Dims& a, const Dims& b) {
+    if (a.size_ != b.size_) return false;
+    for (uint32_t i = 0; i < a.size_; ++i)
+      if (a.dims_[i] != b.dims_[i]) return false;
+    return true;
+  }
+  friend bool operator==(const Dims& a, const std::vector<size_t>& b) { return a == Dims(b); }
+
+ private:
+  void assign(const size_t* d, size_t n) {
+    if (n > kMax) detail::throw_too_many_dims(n);
+    size_ = static_cast<uint32_t>(n);
+    for (size_t i = 0; i < n; ++i)
+      dims_[i] = d[i];
+  }
+  size_t dims_[kMax] = {};
+  uint32_t size_ = 0;
+};
+
 // Strided access to elements of type T: view(i, j) is element (i, j).
 template <typename T>
 class View {
  public:
-  View(T* data, std::vector<size_t> shape, std::vector<size_t> strides)
-      : data_(data), shape_(std::move(shape)), strides_(std::move(strides)) {}
+  View(T* data, Dims shape, Dims strides) : data_(data), shape_(shape), strides_(strides) {}
   T* data() const { return data_; }
-  const std::vector<size_t>& shape() const { return shape_; }
-  const std::vector<size_t>& strides() const { return strides_; }  // in elements
+  const Dims& shape() const { return shape_; }
+  const Dims& strides() const { return strides_; }  // in elements
   size_t size() const {
     size_t n = shape_.empty() ? 0 : 1;
     for (size_t d : shape_)
@@ -63,16 +121,16 @@ class View {
 
  private:
   T* data_;
-  std::vector<size_t> shape_;
-  std::vector<size_t> strides_;
+  Dims shape_;
+  Dims strides_;
 };
 
 // A view of memory: a byte offset into an allocation, a shape, strides in elements, a dtype.
 class Tensor {
  public:
   Tensor() = default;
-  const std::vector<size_t>& shape() const { return shape_; }
-  const std::vector<size_t>& strides() const { return strides_; }  // in elements
+  const Dims& shape() const { return shape_; }
+  const Dims& strides() const { return strides_; }  // in elements
   DType dtype() const { return dtype_; }
   size_t elements() const;
   size_t bytes() const { return elements() * dtype_size(dtype_); }  // of the elements
@@ -98,8 +156,7 @@ class Tensor {
   // A view of the same allocation starting `byte_offset` bytes after this tensor's first
   // element, with `shape` and `strides` in elements (empty: row-major contiguous). It must lie
   // inside the allocation (InvalidArgument otherwise).
-  Tensor view(std::vector<size_t> shape, std::vector<size_t> strides = {},
-              size_t byte_offset = 0) const;
+  Tensor view(Dims shape, Dims strides = {}, size_t byte_offset = 0) const;
   // Elements [begin, end) of dimension `dim`, every other dimension whole.
   Tensor slice(size_t dim, size_t begin, size_t end) const;
   // Rows [first, first + count) of the leading dimension: slice(0, first, first + count).
@@ -110,8 +167,8 @@ class Tensor {
   void check_host_span(size_t element_bytes) const;
   uint64_t buffer_ = 0;  // identity of the allocation (dependencies are per allocation)
   size_t offset_ = 0;    // bytes from the start of the arena to the first element
-  std::vector<size_t> shape_;
-  std::vector<size_t> strides_;
+  Dims shape_;
+  Dims strides_;
   DType dtype_ = DType::kF32;
   std::byte* data_ = nullptr;  // host memory of the first element, or null for child memory
   int home_ = -1;
@@ -121,8 +178,8 @@ class Tensor {
 };
 
 // Row-major strides (in elements) of a contiguous `shape`.
-std::vector<size_t> contiguous_strides(const std::vector<size_t>& shape);
+Dims contiguous_strides(const Dims& shape);
 // Whether `strides` (in elements; empty means row-major) lay `shape` out without gaps.
-bool is_contiguous(const std::vector<size_t>& shape, const std::vector<size_t>& strides);
+bool is_contiguous(const Dims& shape, const Dims& strides);
 
 }  // namespace rankflow

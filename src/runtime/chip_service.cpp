@@ -123,8 +123,7 @@ class ChipArgs {
         }
       }
       const DecodedArg& a = task.args[i];
-      args_.push_back({data, r.bytes, std::vector<size_t>(a.shape, a.shape + r.ndim), access,
-                       std::vector<size_t>(a.strides, a.strides + r.ndim)});
+      args_.push_back({data, r.bytes, Dims(a.shape, r.ndim), access, Dims(a.strides, r.ndim)});
     }
     if (fetched) team.flush();
   }

@@ -31,8 +31,10 @@ bool overlaps(const ByteUse& a, const ByteUse& b) {
   return true;
 }
 
-template <typename Visit>
-void DependencyTracker::BufferRecords::for_each_candidate(const ByteUse& use, Visit&& visit) const {
+template <typename Contiguous, typename Strided>
+void DependencyTracker::BufferRecords::for_each_candidate(const ByteUse& use,
+                                                          Contiguous&& contiguous,
+                                                          Strided&& strided) const {
   if (!contiguous_.empty()) {
     // A record overlaps [begin, end) only if it starts before `end` and ends after `begin`; no
     // record is longer than the longest, so none starting at or before begin - longest can.
@@ -40,17 +42,19 @@ void DependencyTracker::BufferRecords::for_each_candidate(const ByteUse& use, Vi
     const size_t from = use.begin >= longest ? use.begin - longest + 1 : 0;
     for (auto it = contiguous_.lower_bound(from); it != contiguous_.end() && it->first < use.end;
          ++it) {
-      visit(it->second);
+      // A contiguous record shares a byte with `use`'s bounding range: exact for a contiguous
+      // use, and what overlaps() answers for a strided one against a contiguous record.
+      if (it->second.end > use.begin) contiguous(it->second.task, it->second.writes);
     }
   }
-  strided_.for_each_candidate(use, visit);
+  strided_.for_each_candidate(use, strided);
 }
 
 void DependencyTracker::BufferRecords::erase_covered_by(const ByteUse& write) {
   for (auto it = contiguous_.lower_bound(write.begin);
        it != contiguous_.end() && it->first <= write.end;) {
-    if (covers(write, it->second.use)) {
-      const auto length = lengths_.find(it->second.use.end - it->second.use.begin);
+    if (it->second.end <= write.end) {  // write.begin <= it->first: covered
+      const auto length = lengths_.find(it->second.end - it->first);
       if (--length->second == 0) lengths_.erase(length);
       it = contiguous_.erase(it);
     } else {
@@ -65,7 +69,7 @@ void DependencyTracker::BufferRecords::add(uint64_t task, const ByteUse& use) {
     strided_.add(task, use);
     return;
   }
-  contiguous_.emplace(use.begin, Record{task, use});
+  contiguous_.emplace(use.begin, Span{use.end, task, use.writes});
   ++lengths_[use.end - use.begin];
 }
 
@@ -76,9 +80,12 @@ void DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses,
   for (const ByteUse& use : uses) {
     auto found = by_buffer_.find(use.buffer);
     if (found == by_buffer_.end()) continue;
-    found->second.for_each_candidate(use, [&](const Record& r) {
-      if (r.task == task || !overlaps(r.use, use)) return;
-      if (r.use.writes || use.writes) before.push_back(r.task);  // RAW, WAW, WAR
+    auto depend = [&](uint64_t earlier, bool earlier_writes) {
+      if (earlier != task && (earlier_writes || use.writes))
+        before.push_back(earlier);  // RAW, WAW, WAR
+    };
+    found->second.for_each_candidate(use, depend, [&](const Record& r) {
+      if (overlaps(r.use, use)) depend(r.task, r.use.writes);
     });
   }
   for (const ByteUse& use : uses) {

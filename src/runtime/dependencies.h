@@ -48,17 +48,23 @@ class DependencyTracker {
   class BufferRecords {
    public:
     explicit BufferRecords(std::pmr::memory_resource* pool) : contiguous_(pool), lengths_(pool) {}
-    // Calls `visit(record)` for every record whose bytes may overlap `use`'s bounding range
-    // (a superset of those that overlaps() accepts).
-    template <typename Visit>
-    void for_each_candidate(const ByteUse& use, Visit&& visit) const;
+    // Calls `contiguous(task, writes)` for every contiguous record whose bytes meet `use`'s
+    // bounding range, and `strided(record)` for a superset of the strided records that may
+    // overlap it (overlaps() decides).
+    template <typename Contiguous, typename Strided>
+    void for_each_candidate(const ByteUse& use, Contiguous&& contiguous, Strided&& strided) const;
     // Removes every record that the contiguous write `write` covers (see covers()).
     void erase_covered_by(const ByteUse& write);
     void add(uint64_t task, const ByteUse& use);
 
    private:
-    std::pmr::multimap<size_t, Record> contiguous_;  // by use.begin
-    std::pmr::map<size_t, size_t> lengths_;  // end - begin -> how many contiguous records
+    struct Span {  // a contiguous record: bytes [key, end) of the buffer
+      size_t end;
+      uint64_t task;
+      bool writes;
+    };
+    std::pmr::multimap<size_t, Span> contiguous_;  // by first byte
+    std::pmr::map<size_t, size_t> lengths_;        // end - begin -> how many contiguous records
     StridedIndex strided_;
   };
   // The records' tree nodes come from a pool: a run of n tasks allocates no node per use once

@@ -20,15 +20,8 @@ void GraphDump::run_began(uint64_t) {
 void GraphDump::task_submitted(const std::shared_ptr<TaskState>& task) {
   std::lock_guard lock(mutex_);
   if (nodes_.empty()) first_id_ = task->id;
-  Node node{task->id,
-            task->name,
-            task->sub,
-            static_cast<uint32_t>(task->workers.size()),
-            0,
-            false,
-            workers_.size(),
-            deps_.size(),
-            static_cast<uint32_t>(task->deps.size())};
+  Node node{task->id, task->name,      task->sub,    static_cast<uint32_t>(task->workers.size()), 0,
+            false,    workers_.size(), deps_.size(), static_cast<uint32_t>(task->deps.size())};
   workers_.insert(workers_.end(), task->workers.begin(), task->workers.end());
   deps_.insert(deps_.end(), task->deps.begin(), task->deps.end());
   for (auto it = early_.begin(); it != early_.end();) {

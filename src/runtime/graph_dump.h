@@ -29,10 +29,10 @@ class GraphDump : public TaskObserver {
     uint64_t id;
     std::string_view name;  // the kernel table's entry
     bool sub;
-    uint32_t members;              // chip workers (one for a single task, none for a sub)
-    uint32_t members_left = 0;     // of them, how many left their worker
-    bool failed = false;           // a member failed
-    size_t workers_at, deps_at;    // into workers_ and deps_
+    uint32_t members;            // chip workers (one for a single task, none for a sub)
+    uint32_t members_left = 0;   // of them, how many left their worker
+    bool failed = false;         // a member failed
+    size_t workers_at, deps_at;  // into workers_ and deps_
     uint32_t deps;
   };
   Node* node_of(uint64_t id);

@@ -9,6 +9,8 @@
 #include "runtime/tensor_access.h"
 
 namespace rankflow::runtime {
+
+static_assert(kMaxDims == Dims::kMax, "the wire carries as many dimensions as a Tensor holds");
 namespace {
 
 using detail::TensorAccess;

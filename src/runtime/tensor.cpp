@@ -9,7 +9,7 @@
 namespace rankflow {
 namespace {
 
-std::string dims(const std::vector<size_t>& v) {
+std::string dims(const Dims& v) {
   std::string s = "{";
   for (size_t i = 0; i < v.size(); ++i)
     s += (i ? ", " : "") + std::to_string(v[i]);
@@ -18,8 +18,15 @@ std::string dims(const std::vector<size_t>& v) {
 
 }  // namespace
 
-std::vector<size_t> contiguous_strides(const std::vector<size_t>& shape) {
-  std::vector<size_t> strides(shape.size(), 1);
+namespace detail {
+void throw_too_many_dims(size_t n) {
+  throw InvalidArgument("a tensor has 1 to " + std::to_string(Dims::kMax) + " dimensions (got " +
+                        std::to_string(n) + ")");
+}
+}  // namespace detail
+
+Dims contiguous_strides(const Dims& shape) {
+  Dims strides = Dims::filled(shape.size(), 1);
   for (size_t d = shape.size(); d-- > 1;)
     strides[d - 1] = strides[d] * shape[d];
   return strides;
@@ -40,7 +47,7 @@ size_t Tensor::extent_bytes() const {
   return (last + 1) * dtype_size(dtype_);
 }
 
-bool is_contiguous(const std::vector<size_t>& shape, const std::vector<size_t>& strides) {
+bool is_contiguous(const Dims& shape, const Dims& strides) {
   if (strides.empty()) return true;
   size_t expected = 1;
   for (size_t d = shape.size(); d-- > 0;) {
@@ -66,10 +73,9 @@ void Tensor::check_host_span(size_t element_bytes) const {
   }
 }
 
-Tensor Tensor::view(std::vector<size_t> shape, std::vector<size_t> strides,
-                    size_t byte_offset) const {
+Tensor Tensor::view(Dims shape, Dims strides, size_t byte_offset) const {
   // Built only on the way to an error: views are on the hot path of every sliced submit.
-  auto describe = [&](const std::vector<size_t>& sh, const std::vector<size_t>& st) {
+  auto describe = [&](const Dims& sh, const Dims& st) {
     return "Tensor::view(shape " + dims(sh) + ", strides " + dims(st) + ", byte offset " +
            std::to_string(byte_offset) + ")";
   };
@@ -91,8 +97,8 @@ Tensor Tensor::view(std::vector<size_t> shape, std::vector<size_t> strides,
                           std::to_string(dtype_size(dtype_)) + " bytes)");
   }
   Tensor v = *this;
-  v.shape_ = std::move(shape);
-  v.strides_ = std::move(strides);
+  v.shape_ = shape;
+  v.strides_ = strides;
   if (byte_offset > alloc_end_ - offset_ || v.extent_bytes() > alloc_end_ - offset_ - byte_offset) {
     throw InvalidArgument(describe(v.shape_, v.strides_) + ": reaches outside its allocation of " +
                           std::to_string(alloc_end_ - alloc_begin_) + " bytes");
@@ -108,9 +114,9 @@ Tensor Tensor::slice(size_t dim, size_t begin, size_t end) const {
                           ", " + std::to_string(end) + "): outside a tensor of shape " +
                           dims(shape_));
   }
-  std::vector<size_t> shape = shape_;
+  Dims shape = shape_;
   shape[dim] = end - begin;
-  return view(std::move(shape), strides_, begin * strides_[dim] * dtype_size(dtype_));
+  return view(shape, strides_, begin * strides_[dim] * dtype_size(dtype_));
 }
 
 }  // namespace rankflow

@@ -13,13 +13,13 @@ namespace rankflow::detail {
 
 struct TensorAccess {
   // A contiguous tensor over a whole new allocation of `bytes` at `offset` of its arena.
-  static Tensor make(uint64_t buffer, size_t offset, size_t bytes, std::vector<size_t> shape,
-                     DType dtype, std::byte* data, int home) {
+  static Tensor make(uint64_t buffer, size_t offset, size_t bytes, const Dims& shape, DType dtype,
+                     std::byte* data, int home) {
     Tensor t;
     t.buffer_ = buffer;
     t.offset_ = offset;
     t.strides_ = contiguous_strides(shape);
-    t.shape_ = std::move(shape);
+    t.shape_ = shape;
     t.dtype_ = dtype;
     t.data_ = data;
     t.home_ = home;

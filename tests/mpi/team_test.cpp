@@ -64,7 +64,8 @@ TEST(TeamTest, CloseLandsEveryPutBeforeAnyMemberLetsGo) {
   const int me = team.rank(), n = team.size();
   const int right = (me + 1) % n, left = (me + n - 1) % n;
   std::vector<uint64_t> words(kWords);
-  for (size_t i = 0; i < kWords; ++i) words[i] = (uint64_t(me) << 32) | i;
+  for (size_t i = 0; i < kWords; ++i)
+    words[i] = (uint64_t(me) << 32) | i;
   for (size_t i = 0; i < kWords; i += 64)
     team.put(right, team.offset("in") + i * 8, &words[i], 64 * 8);
   MPI_Barrier(MPI_COMM_WORLD);  // the program's own MPI call: no UCX progress here
