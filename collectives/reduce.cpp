@@ -74,8 +74,10 @@ inline A apply(A a, A b) {
 }
 
 // Every kernel is compiled for AVX-512, AVX2 and baseline x86-64, and the loader picks the best
-// one the CPU has (GCC function multi-versioning).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// one the CPU has (GCC function multi-versioning). Not under ThreadSanitizer: the loader runs
+// the clones' resolvers before the sanitizer's runtime is up, and the instrumented resolver
+// crashes the program at start.
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__)
 #define RANKFLOW_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
 #else
 #define RANKFLOW_VECTOR_CLONES
