@@ -34,5 +34,9 @@ template <typename... Parts>
 void warn(const Parts&... parts) {
   message(env::LogLevel::kWarn, parts...);
 }
+template <typename... Parts>
+void error(const Parts&... parts) {
+  message(env::LogLevel::kError, parts...);
+}
 
 }  // namespace rankflow::log

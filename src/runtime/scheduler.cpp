@@ -99,22 +99,43 @@ Scheduler::~Scheduler() {
 }
 
 void Scheduler::begin_run() {
-  ++run_;
+  if (run_.timed_out) drain_timed_out_run();
+  ++run_.number;
   graph_.begin_run();
   host_.begin_run();
-  domains_.begin_run(run_);
-  observers_.run_began(run_);
+  domains_.begin_run(run_.number);
+  observers_.run_began(run_.number);
   dispatcher_->begin_run();
 }
 
 void Scheduler::end_run() {
+  run_.timed_out = true;  // until the chips have left the run
   dispatcher_->finish_run();
+  run_.timed_out = false;
+  close_run();
+  const std::string error = graph_.first_error();
+  if (!error.empty()) throw RemoteFailure(error);
+}
+
+// The late tasks of a timed-out run are collected under that run's graph (their ids and
+// dependents are its own), then the chips get its end; only then may a new run begin.
+void Scheduler::drain_timed_out_run() {
+  dispatcher_->begin_run();  // heartbeats while the late tasks finish
+  try {
+    dispatcher_->finish_run();
+  } catch (const Timeout& e) {
+    throw Timeout(std::string("the run ") + std::to_string(run_.number) +
+                  " that timed out is still running: " + e.what());
+  }
+  run_.timed_out = false;
+  close_run();
+}
+
+void Scheduler::close_run() {
   host_.end_run();
   child_.end_run();
   domains_.end_run();
-  observers_.run_ended(run_);
-  const std::string error = graph_.first_error();
-  if (!error.empty()) throw RemoteFailure(error);
+  observers_.run_ended(run_.number);
 }
 
 void Scheduler::reclaim() {

@@ -50,10 +50,16 @@ class Scheduler : public detail::OrchestratorBackend {
   explicit Scheduler(HostServices services);
   ~Scheduler() override;
 
+  // Starts a run. A run that timed out (end_run threw Timeout with tasks still on the chips) is
+  // drained first: its late tasks finish, the chips leave it, its memory goes; Timeout again if
+  // they still do not finish.
   void begin_run();
   // Drives the run until every task is done, ends it on every chip, releases its memory and
-  // rethrows the first task error.
+  // rethrows the first task error. On Timeout the run stays open (see begin_run).
   void end_run();
+  // Whether a timed-out run is still open; drain_timed_out_run() finishes it (or throws Timeout).
+  bool run_timed_out() const { return run_.timed_out; }
+  void drain_timed_out_run();
 
   Tensor host_tensor(std::vector<size_t> shape, DType dtype) override;
   Tensor alloc(std::vector<size_t> shape, DType dtype) override;
@@ -83,10 +89,14 @@ class Scheduler : public detail::OrchestratorBackend {
                std::vector<ByteUse>& uses) const;
   void run_sub(const std::shared_ptr<TaskState>& task, int index);
   void reclaim();
+  void close_run();
 
   HostServices services_;
   int chips_;
-  uint64_t run_ = 0;
+  struct {
+    uint64_t number = 0;
+    bool timed_out = false;  // end_run threw Timeout: the run is still open on the chips
+  } run_;
   BufferIds ids_;
   TaskPool tasks_;
   std::vector<ByteUse> uses_;  // enter()'s scratch (body thread)

@@ -78,6 +78,7 @@ void TaskGraph::make_ready(const std::shared_ptr<TaskState>& task) {
 }
 
 void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error) {
+  if (task->id < first_id_) return;  // of a run that was given up (never: begin_run drains)
   std::lock_guard lock(mutex_);
   if (task->workers.size() > 1) {  // a group finishes when its last member does
     auto& m = task->members;

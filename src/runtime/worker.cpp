@@ -127,6 +127,7 @@ void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
 
 void WorkerImpl::close() {
   if (state_ == State::kClosed) return;
+  if (state_ == State::kReady && is_host() && scheduler_->run_timed_out()) end_timed_out_run();
   if (state_ == State::kReady) {
     scheduler_.reset();
     chip_.reset();
@@ -134,6 +135,19 @@ void WorkerImpl::close() {
     team_.reset();
   }
   state_ = State::kClosed;
+}
+
+// close() after a run that timed out: its late tasks get one more timeout to finish, so the
+// chips leave the run and close with the host. If they still do not, the chips are inside a
+// kernel that never returns and no collective close can complete: the job ends here, with the
+// reason, rather than hang in MPI_Finalize.
+void WorkerImpl::end_timed_out_run() {
+  try {
+    scheduler_->drain_timed_out_run();
+  } catch (const Error& e) {
+    log::error("close: ", e.what(), "; ending the job (MPI_Abort)");
+    MPI_Abort(MPI_COMM_WORLD, 1);
+  }
 }
 
 }  // namespace rankflow::detail

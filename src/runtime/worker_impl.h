@@ -36,6 +36,7 @@ class WorkerImpl {
   enum class State { kRegistering, kReady, kClosed };
   void check_state(State expected, const char* operation) const;
   void check_registrations_match();
+  void end_timed_out_run();
 
   std::shared_ptr<transport::Context> context_;
   WorkerOptions options_;

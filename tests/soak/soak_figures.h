@@ -43,7 +43,8 @@ inline Figures measure() {
   for (std::string line; std::getline(maps, line);) {
     const size_t path = line.find('/');
     if (line.find("/dev/shm/") != std::string::npos || line.find("SYSV") != std::string::npos)
-      segments.insert(path == std::string::npos ? line.substr(line.find("SYSV")) : line.substr(path));
+      segments.insert(path == std::string::npos ? line.substr(line.find("SYSV"))
+                                                : line.substr(path));
   }
   f.shm_segments = static_cast<long>(segments.size());
   return f;
@@ -52,10 +53,10 @@ inline Figures measure() {
 // Prints the figures before and after `what` and returns whether they stayed within bounds:
 // resident memory grew by less than 5%, and no descriptor or segment was left behind.
 inline bool report(int rank, const char* what, const Figures& before, const Figures& after) {
-  const double growth =
-      before.rss_kb > 0 ? 100.0 * static_cast<double>(after.rss_kb - before.rss_kb) /
-                              static_cast<double>(before.rss_kb)
-                        : 0.0;
+  const double growth = before.rss_kb > 0
+                            ? 100.0 * static_cast<double>(after.rss_kb - before.rss_kb) /
+                                  static_cast<double>(before.rss_kb)
+                            : 0.0;
   const bool ok =
       growth < 5.0 && after.fds <= before.fds && after.shm_segments <= before.shm_segments;
   std::printf("[rank %d] %-44s RSS %ld -> %ld KiB (%+.2f%%), fds %ld -> %ld, shm %ld -> %ld  %s\n",

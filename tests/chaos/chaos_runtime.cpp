@@ -1,0 +1,176 @@
+// Chaos cases of the DAG runtime (issue 12), one per mode, each run under mpirun by CTest with
+// RANKFLOW_TIMEOUT_S=1. Every case ends with a clear Error on the host or a clean end of the
+// job, within a few timeouts, naming the rank and what it was doing; none may hang.
+//
+//   slow-kernel    a kernel runs past the timeout: run() throws Timeout naming the task and its
+//                  chip; the next run() drains the late task and works.
+//   stuck-kernel   a kernel never returns: run() throws Timeout, the next run() throws Timeout
+//                  again ("still running"), and close() ends the job with the reason.
+//   domain-stall   a domain member stops taking part in a put/signal/wait exchange: its peer's
+//                  wait times out, naming rank, operation and peer; the host gets RemoteFailure
+//                  and the next run works. Needs 3 ranks.
+//   sigkill        a chip is killed with SIGKILL mid-run (no handler runs): mpirun ends the job.
+//   host-exit      the host exits during a run: mpirun ends the job.
+//
+//   mpirun -n 2 build/tests/chaos_runtime slow-kernel
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+#include "rankflow/error.h"
+#include "rankflow/runtime.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+int fail(const std::string& what) {
+  std::printf("chaos: FAILED: %s\n", what.c_str());
+  std::fflush(stdout);
+  return 1;
+}
+
+void sleep_ms(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
+
+// fills its output with 7: the run that follows a chaos case must still compute.
+void fill_seven(rankflow::TaskContext& t) {
+  for (float& v : t.output<float>(0))
+    v = 7;
+}
+
+bool healthy_run(rankflow::Worker& worker, rankflow::KernelHandle fill) {
+  bool ok = true;
+  worker.run([&](rankflow::Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({16});
+    orch.submit(fill, {rankflow::out(x)}, worker.chips() - 1).wait();
+    for (float v : x.host<float>())
+      ok = ok && v == 7;
+  });
+  return ok;
+}
+
+// Runs `body`, expecting an Error of type E whose message has every one of `parts`.
+template <typename E>
+std::string expect_error(rankflow::Worker& worker,
+                         const std::function<void(rankflow::Orchestrator&)>& body,
+                         std::initializer_list<const char*> parts) {
+  try {
+    worker.run(body);
+  } catch (const E& e) {
+    std::printf("chaos: the host caught: %s\n", e.what());
+    for (const char* p : parts)
+      if (!contains(e.what(), p)) return std::string("the error lacks '") + p + "': " + e.what();
+    return "";
+  } catch (const std::exception& e) {
+    return std::string("unexpected error: ") + e.what();
+  }
+  return worker.is_host() ? "the run returned normally" : "";
+}
+
+int slow_kernel(rankflow::Worker& worker, rankflow::KernelHandle slow,
+                rankflow::KernelHandle fill) {
+  const auto start = Clock::now();
+  const std::string error = expect_error<rankflow::Timeout>(
+      worker, [&](rankflow::Orchestrator& orch) { orch.submit(slow, {}, 0); },
+      {"rank 0 (host) saw no task finish for 1", "task 1 ('slow') on chip worker 0 (rank 1)"});
+  if (!error.empty()) return fail(error);
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  if (worker.is_host() && (waited < 0.9 || waited > 1.5)) {
+    return fail("the run gave up after " + std::to_string(waited) + " s, not about 1 s");
+  }
+  if (!healthy_run(worker, fill)) return fail("the run after the timeout computed wrong");
+  if (worker.is_host()) std::printf("chaos slow-kernel: passed\n");
+  return 0;
+}
+
+int stuck_kernel(rankflow::Worker& worker, rankflow::KernelHandle stuck) {
+  std::string error = expect_error<rankflow::Timeout>(
+      worker, [&](rankflow::Orchestrator& orch) { orch.submit(stuck, {}, 0); },
+      {"task 1 ('stuck') on chip worker 0 (rank 1)"});
+  if (!error.empty()) return fail(error);
+  if (worker.is_host()) {
+    error = expect_error<rankflow::Timeout>(worker, [](rankflow::Orchestrator&) {},
+                                            {"the run 1 that timed out is still running"});
+    if (!error.empty()) return fail(error);
+    std::printf("chaos stuck-kernel: the second run timed out too; closing\n");
+    std::fflush(stdout);
+  }
+  worker.close();  // ends the job: the chip never leaves its kernel
+  return fail("close returned with a chip stuck in its kernel");
+}
+
+// Member 0 waits for a signal that member 1, which returns at once, never sends.
+void stall_exchange(rankflow::TaskContext& t) {
+  rankflow::DomainContext& d = t.domain(0);
+  if (d.rank() == 0) d.team().wait_signal(0, 1, 1);
+}
+
+int domain_stall(rankflow::Worker& worker, rankflow::KernelHandle exchange,
+                 rankflow::KernelHandle fill) {
+  if (worker.chips() < 2) return fail("domain-stall needs 3 ranks");
+  const std::string error = expect_error<rankflow::RemoteFailure>(
+      worker,
+      [&](rankflow::Orchestrator& orch) {
+        auto d = orch.allocate_domain("stall", {0, 1}, 4096);
+        orch.submit_group(exchange, {{rankflow::domain_arg(d)}, {rankflow::domain_arg(d)}}, {0, 1});
+      },
+      {"rank 1", "peer 1", "stall_exchange"});
+  if (!error.empty()) return fail(error);
+  if (worker.is_host()) std::printf("chaos domain-stall: the host saw the stall\n");
+  if (!healthy_run(worker, fill)) return fail("the run after the stalled exchange computed wrong");
+  if (worker.is_host()) std::printf("chaos domain-stall: passed\n");
+  return 0;
+}
+
+int sigkill(rankflow::Worker& worker, rankflow::KernelHandle die) {
+  worker.run([&](rankflow::Orchestrator& orch) { orch.submit(die, {}, 0).wait(); });
+  return fail("the run returned after its chip was killed");
+}
+
+int host_exit(rankflow::Worker& worker, rankflow::KernelHandle slow) {
+  worker.run([&](rankflow::Orchestrator& orch) {
+    orch.submit(slow, {}, 0);
+    std::printf("chaos host-exit: the host exits mid-run\n");
+    std::fflush(stdout);
+    _exit(3);
+  });
+  return fail("the chip's run returned after the host exited");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  try {
+    rankflow::Worker worker(argc, argv, {.num_sub_workers = 0});
+    auto slow = worker.register_kernel("slow", [](rankflow::TaskContext&) { sleep_ms(1600); });
+    auto stuck = worker.register_kernel("stuck", [](rankflow::TaskContext&) {
+      for (;;)
+        sleep_ms(1000);
+    });
+    auto die =
+        worker.register_kernel("die", [](rankflow::TaskContext&) { kill(getpid(), SIGKILL); });
+    auto exchange = worker.register_kernel("stall_exchange", stall_exchange);
+    auto fill = worker.register_kernel("fill_seven", fill_seven);
+    worker.init();
+    if (mode == "slow-kernel") return slow_kernel(worker, slow, fill);
+    if (mode == "stuck-kernel") return stuck_kernel(worker, stuck);
+    if (mode == "domain-stall") return domain_stall(worker, exchange, fill);
+    if (mode == "sigkill") return sigkill(worker, die);
+    if (mode == "host-exit") return host_exit(worker, slow);
+    return fail("unknown mode '" + mode + "'");
+  } catch (const rankflow::Error& e) {
+    return fail(e.what());
+  }
+}
