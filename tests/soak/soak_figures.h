@@ -52,16 +52,19 @@ inline Figures measure() {
 
 // Prints the figures before and after `what` and returns whether they stayed within bounds:
 // resident memory grew by less than 5%, and no descriptor or segment was left behind.
-inline bool report(int rank, const char* what, const Figures& before, const Figures& after) {
+inline bool report(int rank, const char* what, double seconds, const Figures& before,
+                   const Figures& after) {
   const double growth = before.rss_kb > 0
                             ? 100.0 * static_cast<double>(after.rss_kb - before.rss_kb) /
                                   static_cast<double>(before.rss_kb)
                             : 0.0;
   const bool ok =
       growth < 5.0 && after.fds <= before.fds && after.shm_segments <= before.shm_segments;
-  std::printf("[rank %d] %-44s RSS %ld -> %ld KiB (%+.2f%%), fds %ld -> %ld, shm %ld -> %ld  %s\n",
-              rank, what, before.rss_kb, after.rss_kb, growth, before.fds, after.fds,
-              before.shm_segments, after.shm_segments, ok ? "ok" : "LEAK");
+  std::printf(
+      "[rank %d] %-40s %6.1f s  RSS %ld -> %ld KiB (%+.2f%%), fds %ld -> %ld, "
+      "mapped shm %ld -> %ld  %s\n",
+      rank, what, seconds, before.rss_kb, after.rss_kb, growth, before.fds, after.fds,
+      before.shm_segments, after.shm_segments, ok ? "ok" : "LEAK");
   std::fflush(stdout);
   return ok;
 }

@@ -5,6 +5,7 @@
 // growth of 5% or more, or anything left open, fails the job (exit code 1 on that rank).
 //
 //   mpirun -n 3 build/tests/soak_runtime [runs] [domain_cycles]
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -111,6 +112,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 200; ++i)  // warm-up: pools, arenas and caches reach their size
       ok &= small_dag(worker, k, i) && (i % 10 != 0 || domain_cycle(worker, k, i));
     auto before = rankflow::soak::measure();
+    auto start = std::chrono::steady_clock::now();
+    auto seconds = [&] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    };
     for (int i = 0; i < runs; ++i) {
       if (!small_dag(worker, k, i)) {
         std::fprintf(stderr, "[rank %d] run %d of the small DAG gave a wrong sum\n", rank, i);
@@ -120,8 +125,9 @@ int main(int argc, char** argv) {
     }
     auto after = rankflow::soak::measure();
     ok &= rankflow::soak::report(rank, (std::to_string(runs) + " runs of a small DAG").c_str(),
-                                 before, after);
+                                 seconds(), before, after);
     before = after;
+    start = std::chrono::steady_clock::now();
     for (int i = 0; i < cycles; ++i) {
       if (!domain_cycle(worker, k, i)) {
         std::fprintf(stderr, "[rank %d] domain cycle %d gave a wrong allreduce\n", rank, i);
@@ -130,8 +136,9 @@ int main(int argc, char** argv) {
       }
     }
     after = rankflow::soak::measure();
-    ok &= rankflow::soak::report(
-        rank, (std::to_string(cycles) + " domain create/release cycles").c_str(), before, after);
+    ok &= rankflow::soak::report(rank,
+                                 (std::to_string(cycles) + " domain create/release cycles").c_str(),
+                                 seconds(), before, after);
     worker.close();
     if (rank == 0) std::printf("soak_runtime: %s\n", ok ? "passed" : "FAILED");
     return ok ? 0 : 1;
