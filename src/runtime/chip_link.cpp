@@ -19,6 +19,7 @@ ChipLink::ChipLink(Team& team, int chip, bool shares_core)
 
 void ChipLink::post(std::shared_ptr<TaskState> task, size_t member) {
   const uint64_t slot = posted_++ % kRingSlots;
+  idle_.store(false, std::memory_order_relaxed);
   const size_t bytes = encode_task(*task, member, outbox(slot));
   in_flight_[slot] = std::move(task);
   put_slot(slot, bytes);

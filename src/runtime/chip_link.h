@@ -5,6 +5,7 @@
 // dispatcher.h), which serialises every call.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -27,7 +28,8 @@ class ChipLink {
   int chip() const { return chip_; }
   bool shares_core() const { return shares_core_; }
   uint32_t room() const { return kRingSlots - static_cast<uint32_t>(posted_ - completed_); }
-  bool idle() const { return posted_ == completed_; }
+  // Whether nothing is in flight: a hint any thread may read (how long a waiter spins).
+  bool idle() const { return idle_.load(std::memory_order_relaxed); }
   // Posts member `member` of `task` into the next slot (room() > 0).
   void post(std::shared_ptr<TaskState> task, size_t member);
   // Posts the end-of-run marker once a slot is free (collecting completions meanwhile).
@@ -60,6 +62,7 @@ class ChipLink {
   std::vector<std::byte> outbox_;                      // kRingSlots descriptors, by slot
   uint64_t posted_ = 0;
   uint64_t completed_ = 0;
+  std::atomic<bool> idle_{true};  // posted_ == completed_, published for idle()
 };
 
 template <typename OnDone>
@@ -83,6 +86,7 @@ bool ChipLink::collect(OnDone&& on_done, bool want_records) {
     failed_seen_ += record.ok == 0;
     if (task) on_done(task, record.ok != 0, &record);  // no task: an end-of-run marker's ack
   }
+  idle_.store(posted_ == completed_, std::memory_order_relaxed);
   return true;
 }
 
@@ -98,6 +102,7 @@ void ChipLink::post_end_of_run(OnDone&& on_done) {
                std::to_string(chip_ + 1) + ") has not acknowledged earlier descriptors";
       });
   const uint64_t slot = posted_++ % kRingSlots;
+  idle_.store(false, std::memory_order_relaxed);
   in_flight_[slot] = nullptr;
   put_slot(slot, encode_end_of_run(outbox(slot)));
 }

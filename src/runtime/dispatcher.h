@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <thread>
@@ -86,7 +87,7 @@ class Dispatcher {
   TaskGraph& graph_;
   TaskObserver& observer_;
   std::chrono::nanoseconds timeout_;
-  std::vector<ChipLink> links_;
+  std::deque<ChipLink> links_;      // by chip (a deque: a link does not move)
   struct Rounds {                   // pump()'s own state (the driver's)
     bool mapped = false;            // every window is mapped: posts are plain stores
     uint32_t count = 0;             // to progress UCX every 16th round when mapped
