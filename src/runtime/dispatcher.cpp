@@ -94,7 +94,6 @@ Dispatcher::~Dispatcher() {
 void Dispatcher::begin_run() {
   DriverRole role(*this);  // the scheduler thread may still be pumping a failed run's rest
   rounds_.last_beat = Clock::now();
-  run_open_ = true;
 }
 
 void Dispatcher::wake_scheduler_thread() {
@@ -165,7 +164,6 @@ transport::Backoff Dispatcher::fresh_backoff() const {
 }
 
 void Dispatcher::beat_if_due() {
-  if (!run_open_.load(std::memory_order_relaxed)) return;
   const auto now = Clock::now();
   if (now - rounds_.last_beat < kHeartbeatEvery) return;
   rounds_.last_beat = now;
@@ -211,10 +209,6 @@ bool Dispatcher::wait_until(const std::function<bool()>& done, Clock::time_point
 
 void Dispatcher::finish_run() {
   DriverRole role(*this);
-  struct CloseRun {  // heartbeats stop however the run ends
-    std::atomic<bool>& open;
-    ~CloseRun() { open = false; }
-  } close_run{run_open_};
   uint64_t seen = graph_.finished();
   uint64_t seen_wakeups = wakeups_.load();
   auto last_progress = Clock::now();
@@ -291,10 +285,9 @@ void Dispatcher::loop() {
     const bool queued = wakeups_.load() != seen_wakeups;
     seen_wakeups = wakeups_.load();
     if (!should_take_over(seen_drives) && !queued) {
-      if (run_open_) {  // a long body: keep the chips' deadlines fresh
-        RoundRole role(driver_);
-        if (role.held()) beat_if_due();
-      }
+      // A long body, or the host's own work between runs: keep the chips' deadlines fresh.
+      RoundRole role(driver_);
+      if (role.held()) beat_if_due();
       continue;
     }
     RoundRole role(driver_);

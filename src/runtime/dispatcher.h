@@ -9,7 +9,8 @@
 //     each way;
 //   - the scheduler thread, when the body is busy elsewhere: while work is outstanding it looks
 //     every kWatchEvery and drives only if the body has not driven since its last look; with
-//     nothing outstanding it sleeps (heartbeats of a long body still go out). It wakes at once
+//     nothing outstanding it sleeps, waking every kHeartbeatEvery to beat: the chips hear the
+//     host as long as the worker is open, in a long body and between runs. It wakes at once
 //     for work a sub-worker made ready, and when a kick leaves work behind while it sleeps.
 //
 // The driver role is a DriverLock; a thread that needs it for long (finish_run) raises
@@ -95,11 +96,10 @@ class Dispatcher {
     std::vector<Posting> postings;  // scratch
     std::chrono::steady_clock::time_point last_beat{};
   } rounds_;
-  DriverLock driver_;                  // held by the driving thread
-  std::atomic<int> want_drive_{0};     // body threads waiting for the driver role
-  std::atomic<uint64_t> drives_{0};    // rounds body threads drove (a heuristic for the watch)
-  std::atomic<bool> run_open_{false};  // heartbeats go out
-  std::atomic<uint64_t> wakeups_{0};   // calls of chip_work_queued() from other threads
+  DriverLock driver_;                 // held by the driving thread
+  std::atomic<int> want_drive_{0};    // body threads waiting for the driver role
+  std::atomic<uint64_t> drives_{0};   // rounds body threads drove (a heuristic for the watch)
+  std::atomic<uint64_t> wakeups_{0};  // calls of chip_work_queued() from other threads
   std::atomic<bool> shutdown_{false};
   std::atomic<bool> dozing_{false};  // the scheduler thread sleeps long (nothing to watch)
   std::mutex sleep_mutex_;
