@@ -2,6 +2,7 @@
 // staging window. Runs on the thread that calls the communicator.
 #include "api/buffer_placement.h"
 
+#include <algorithm>
 #include <cstring>
 #include <exception>
 #include <utility>
@@ -13,7 +14,7 @@
 namespace rankflow {
 
 SymmetricAllocation::~SymmetricAllocation() {
-  if (!owns_window) return;
+  if (!owns_window || !coll) return;  // no window: its creation failed
   try {
     coll->team().close();
   } catch (const std::exception& e) {
@@ -157,8 +158,8 @@ std::shared_ptr<SymmetricAllocation> BufferPlacement::symmetric_pair(const void*
 // The staging window, grown (collectively, in step on every member since all pass the same
 // sizes) to hold `bytes` in each of its "in" and "out" buffers.
 coll::CollContext& BufferPlacement::staged(size_t bytes) {
-  if (bytes > stage_bytes_) {
-    size_t grown = stage_bytes_;
+  if (!staging_ || bytes > stage_bytes_) {  // none: a growth failed (out of memory) before
+    size_t grown = std::max(stage_bytes_, kMinStage);
     while (grown < bytes)
       grown *= 2;
     grow_staging(grown);
@@ -166,9 +167,12 @@ coll::CollContext& BufferPlacement::staged(size_t bytes) {
   return *staging_;
 }
 
+// The old window goes first (its memory may be needed for the new one). If the new one cannot be
+// made, there is none until the next staged call tries again.
 void BufferPlacement::grow_staging(size_t bytes) {
   if (staging_) staging_->team().close();
   staging_.reset();
+  stage_bytes_ = 0;
   staging_ = make_coll(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}}, "staging");
   if (timeout_.count() > 0) staging_->team().set_timeout(timeout_);
   stage_bytes_ = bytes;

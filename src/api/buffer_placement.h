@@ -71,7 +71,12 @@ class BufferPlacement {
   Placement place_pair(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                        bool copy_in, bool copy_out);
   // The staging window's context, where collectives on the caller's own memory run.
-  coll::CollContext& staging() { return *staging_; }
+  // The staging window as it is (remade at its smallest if a growth failed: every member
+  // reaches this call in step, as every collective does).
+  coll::CollContext& staging() {
+    if (!staging_) grow_staging(kMinStage);
+    return *staging_;
+  }
   // Collectives place_pair() has put into the staging window (for tests and diagnostics).
   size_t staged_count() const { return staged_count_; }
 

@@ -160,6 +160,16 @@ class CommunicatorImpl {
   // The background progress thread (RANKFLOW_PROGRESS=thread), or null.
   transport::ProgressThread* progress_thread() const { return context_->progress_thread(); }
 
+  // Returns once every member has called `operation`: Timeout (after the communicator's
+  // timeout) instead of a blocking MPI call that would hang on a member that never comes.
+  void wait_for_every_member(const char* operation) {
+    MPI_Request request;
+    transport::check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+    context_->mpi_wait(request, std::string(operation) + " (member " + std::to_string(rank_) +
+                                    " of " + std::to_string(size_) +
+                                    " waited for every member to call it)");
+  }
+
   // Prepares `make(coll, src_offset, dst_offset, staged_recv)` with send/recv in one window
   // (BufferPlacement::place_pair); staged_recv is the caller's recv when staged, null on
   // symmetric memory.
@@ -305,6 +315,7 @@ void Communicator::close() {
 }
 
 Communicator Communicator::split(int color, int key) const {
+  impl_->wait_for_every_member("Communicator::split");  // MPI_Comm_split itself cannot time out
   MPI_Comm sub = MPI_COMM_NULL;
   transport::check_mpi(MPI_Comm_split(impl_->comm(), color, key, &sub), "MPI_Comm_split");
   if (sub == MPI_COMM_NULL) {

@@ -1,0 +1,145 @@
+// Chaos cases of library-mode collectives (issue 12), one per mode, each run under mpirun by
+// CTest with RANKFLOW_TIMEOUT_S=1. Each must end with a clear Error on the ranks that see the
+// fault, and leave the communicator usable where the header says it stays usable.
+//
+//   staging-oom   an allreduce on user buffers too large for memory (the address space is
+//                 capped, UCX_ALLOC_PRIO=heap): a TransportError on every rank, and the next
+//                 small allreduce works.
+//   alloc-oom     Communicator::alloc of more than memory: a TransportError, and the next
+//                 allreduce works.
+//   split-absent  one member never calls split: the others get Timeout naming the operation.
+//   peer-absent   one member never enters an allreduce: the others get Timeout naming rank,
+//                 operation and peer.
+//
+//   mpirun -n 2 build/tests/chaos_library staging-oom
+#include <mpi.h>
+#include <sys/resource.h>
+
+#include <cstdio>
+#include <functional>
+#include <string>
+
+#include "rankflow/communicator.h"
+#include "rankflow/error.h"
+
+namespace {
+
+int g_rank = 0;
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// Runs `call`, expecting an Error of type E whose message has every one of `parts`.
+template <typename E>
+bool expect(const char* what, const std::function<void()>& call,
+            std::initializer_list<const char*> parts) {
+  try {
+    call();
+  } catch (const E& e) {
+    std::printf("[rank %d] %s: %s\n", g_rank, what, e.what());
+    for (const char* p : parts) {
+      if (!contains(e.what(), p)) {
+        std::printf("chaos: FAILED: [rank %d] %s: the error lacks '%s'\n", g_rank, what, p);
+        return false;
+      }
+    }
+    return true;
+  } catch (const std::exception& e) {
+    std::printf("chaos: FAILED: [rank %d] %s: unexpected error: %s\n", g_rank, what, e.what());
+    return false;
+  }
+  std::printf("chaos: FAILED: [rank %d] %s returned normally\n", g_rank, what);
+  return false;
+}
+
+bool small_allreduce_works(rankflow::Communicator& comm) {
+  float x = 1, y = 0;
+  comm.allreduce(&x, &y, 1, rankflow::DType::kF32, rankflow::ReduceOp::kSum);
+  if (y == static_cast<float>(comm.size())) return true;
+  std::printf("chaos: FAILED: [rank %d] the small allreduce gave %g\n", g_rank, y);
+  return false;
+}
+
+// Caps this process's address space 2 GiB above what it uses now: a larger allocation fails
+// at once instead of exhausting the machine.
+void cap_address_space() {
+  long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  const rlim_t cap = static_cast<rlim_t>(pages) * 4096 + (rlim_t{2} << 30);
+  rlimit limit{cap, cap};
+  setrlimit(RLIMIT_AS, &limit);
+}
+
+bool staging_oom(rankflow::Communicator& comm) {
+  cap_address_space();
+  static float x = 1, y = 0;  // never touched: the staging window fails first
+  const bool ok = expect<rankflow::TransportError>(
+      "allreduce of 32 GiB of user memory",
+      [&] {
+        comm.allreduce(&x, &y, size_t{1} << 33, rankflow::DType::kF32, rankflow::ReduceOp::kSum,
+                       "twophase");
+      },
+      {});
+  return ok && small_allreduce_works(comm);
+}
+
+bool alloc_oom(rankflow::Communicator& comm) {
+  cap_address_space();
+  const bool ok =
+      expect<rankflow::TransportError>("alloc of 64 GiB", [&] { comm.alloc(size_t{1} << 36); }, {});
+  return ok && small_allreduce_works(comm);
+}
+
+bool split_absent(rankflow::Communicator& comm) {
+  if (comm.rank() == 1) return true;  // never calls split
+  return expect<rankflow::Timeout>("split without member 1", [&] { comm.split(0, comm.rank()); },
+                                   {"Communicator::split", "rank 0"});
+}
+
+bool peer_absent(rankflow::Communicator& comm) {
+  if (comm.rank() == 1) return true;  // never enters the allreduce
+  float x = 1, y = 0;
+  return expect<rankflow::Timeout>(
+      "allreduce without member 1",
+      [&] { comm.allreduce(&x, &y, 1, rankflow::DType::kF32, rankflow::ReduceOp::kSum); },
+      {"rank 0", "peer 1"});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
+  const std::string mode = argc > 1 ? argv[1] : "";
+  bool ok = false;
+  {
+    auto comm = rankflow::Communicator::from_mpi(MPI_COMM_WORLD);
+    if (mode == "staging-oom")
+      ok = staging_oom(comm);
+    else if (mode == "alloc-oom")
+      ok = alloc_oom(comm);
+    else if (mode == "split-absent")
+      ok = split_absent(comm);
+    else if (mode == "peer-absent")
+      ok = peer_absent(comm);
+    else
+      std::printf("chaos: FAILED: unknown mode '%s'\n", mode.c_str());
+    // After a member stayed away the members are out of step: nothing collective follows.
+    if (mode == "split-absent" || mode == "peer-absent") {
+      int all = ok ? 1 : 0;
+      MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+      if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());
+      std::fflush(stdout);
+      MPI_Abort(MPI_COMM_WORLD, all ? 0 : 1);  // the communicator cannot close in step
+    }
+  }
+  int all = ok ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());
+  MPI_Finalize();
+  return all ? 0 : 1;
+}
