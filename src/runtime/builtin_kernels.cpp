@@ -16,18 +16,7 @@ void run_copy(ChipEnv&, TaskContext& task, std::span<const std::byte>) {
 }
 
 void run_create_domain(ChipEnv& env, TaskContext&, std::span<const std::byte> payload) {
-  if (payload.size() != sizeof(DomainDesc)) {
-    throw TransportError("allocate_domain: a payload of " + std::to_string(payload.size()) +
-                         " bytes, expected " + std::to_string(sizeof(DomainDesc)));
-  }
-  DomainDesc desc;
-  std::memcpy(&desc, payload.data(), sizeof(DomainDesc));
-  if (desc.members == 0 || desc.members > kMaxDomainMembers || desc.buffers > kMaxDomainBuffers) {
-    throw TransportError("allocate_domain: a payload of " + std::to_string(desc.members) +
-                         " members and " + std::to_string(desc.buffers) + " buffers");
-  }
-  desc.name[kMaxDomainName - 1] = '\0';
-  env.domains.create(env.context, desc);
+  env.domains.create(env.context, decode_domain_desc(payload));
 }
 
 constexpr BuiltinKernel kBuiltins[] = {

@@ -145,24 +145,27 @@ DomainDesc describe_domain(const std::string& name, const std::vector<int>& work
   return desc;
 }
 
-void ChipDomains::create(const std::shared_ptr<transport::Context>& context,
-                         const DomainDesc& desc) {
-  const std::string name(desc.name, strnlen(desc.name, kMaxDomainName));
-  MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
-  std::vector<int> ranks(desc.members);
+DomainDesc decode_domain_desc(std::span<const std::byte> payload) {
+  if (payload.size() != sizeof(DomainDesc)) {
+    throw TransportError("allocate_domain: a payload of " + std::to_string(payload.size()) +
+                         " bytes, expected " + std::to_string(sizeof(DomainDesc)));
+  }
+  DomainDesc desc;
+  std::memcpy(&desc, payload.data(), sizeof(DomainDesc));
+  if (desc.members == 0 || desc.members > kMaxDomainMembers || desc.buffers > kMaxDomainBuffers) {
+    throw TransportError("allocate_domain: a payload of " + std::to_string(desc.members) +
+                         " members and " + std::to_string(desc.buffers) + " buffers");
+  }
+  desc.name[kMaxDomainName - 1] = '\0';
+  return desc;
+}
+
+DomainPlan plan_domain(const DomainDesc& desc) {
+  DomainPlan plan;
+  plan.name.assign(desc.name, strnlen(desc.name, kMaxDomainName));
+  plan.ranks.resize(desc.members);
   for (uint32_t r = 0; r < desc.members; ++r)
-    ranks[r] = desc.workers[r] + 1;  // chip worker w is world rank w + 1
-  transport::check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
-  transport::check_mpi(
-      MPI_Group_incl(world, static_cast<int>(desc.members), ranks.data(), &members),
-      "MPI_Group_incl");
-  MPI_Comm comm = MPI_COMM_NULL;
-  // Collective over the members only; the tag keeps concurrent creations apart.
-  const int status =
-      MPI_Comm_create_group(MPI_COMM_WORLD, members, static_cast<int>(desc.id % 32768), &comm);
-  MPI_Group_free(&members);
-  MPI_Group_free(&world);
-  transport::check_mpi(status, "MPI_Comm_create_group (a domain's communicator)");
+    plan.ranks[r] = desc.workers[r] + 1;  // chip worker w is world rank w + 1
   std::vector<BufferSpec> named;
   for (uint32_t i = 0; i < desc.buffers; ++i) {
     named.push_back(
@@ -172,16 +175,35 @@ void ChipDomains::create(const std::shared_ptr<transport::Context>& context,
   // The window is zeroed before its key reaches any member. After the buffers the host placed
   // (domain_team_buffers, so their offsets stay the host's), it holds what the communicator's
   // collectives need to run in place on them: their inbox and their own signals.
-  std::vector<BufferSpec> buffers = domain_team_buffers(named, desc.window_bytes);
-  const size_t symmetric = buffers.size();
+  plan.buffers = domain_team_buffers(named, desc.window_bytes);
+  plan.symmetric = plan.buffers.size();
   for (BufferSpec& extra : api::collective_buffers(static_cast<int>(desc.members)))
-    buffers.push_back(std::move(extra));
-  Team team = transport::create_team(context, comm, buffers, "domain '" + name + "'");
-  const BufferSpec& last = buffers[symmetric - 1];
+    plan.buffers.push_back(std::move(extra));
+  return plan;
+}
+
+void ChipDomains::create(const std::shared_ptr<transport::Context>& context,
+                         const DomainDesc& desc) {
+  DomainPlan plan = plan_domain(desc);
+  MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
+  transport::check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
+  transport::check_mpi(
+      MPI_Group_incl(world, static_cast<int>(desc.members), plan.ranks.data(), &members),
+      "MPI_Group_incl");
+  MPI_Comm comm = MPI_COMM_NULL;
+  // Collective over the members only; the tag keeps concurrent creations apart.
+  const int status =
+      MPI_Comm_create_group(MPI_COMM_WORLD, members, static_cast<int>(desc.id % 32768), &comm);
+  MPI_Group_free(&members);
+  MPI_Group_free(&world);
+  transport::check_mpi(status, "MPI_Comm_create_group (a domain's communicator)");
+  std::vector<BufferSpec>& buffers = plan.buffers;
+  Team team = transport::create_team(context, comm, buffers, "domain '" + plan.name + "'");
+  const BufferSpec& last = buffers[plan.symmetric - 1];
   Communicator communicator = api::communicator_over(comm, team, team.offset(buffers.front().name),
                                                      team.offset(last.name) + last.bytes);
   domains_[desc.id] =
-      std::make_unique<DomainContext>(name, comm, std::move(team), std::move(communicator));
+      std::make_unique<DomainContext>(plan.name, comm, std::move(team), std::move(communicator));
 }
 
 DomainContext& ChipDomains::find(uint32_t id, int chip) const {
