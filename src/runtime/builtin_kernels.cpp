@@ -15,8 +15,9 @@ void run_copy(ChipEnv&, TaskContext& task, std::span<const std::byte>) {
   std::memcpy(dst.data(), src.data(), std::min(dst.size(), src.size()));
 }
 
-void run_create_domain(ChipEnv& env, TaskContext&, std::span<const std::byte> payload) {
-  env.domains.create(env.context, decode_domain_desc(payload));
+void run_create_domain(ChipEnv& env, TaskContext& task, std::span<const std::byte> payload) {
+  const int chips = env.context->world_size() - 1;  // world rank 0 is the host
+  env.domains.create(env.context, decode_domain_desc(payload, chips, task.worker()));
 }
 
 constexpr BuiltinKernel kBuiltins[] = {

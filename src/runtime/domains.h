@@ -51,8 +51,10 @@ DomainDesc describe_domain(const std::string& name, const std::vector<int>& work
                            size_t window_bytes, const std::vector<BufferSpec>& buffers, int chips);
 
 // The chip's side of allocate_domain: the creation task's payload (another rank's bytes) as a
-// DomainDesc. TransportError naming what was wrong for a payload the host cannot have sent.
-DomainDesc decode_domain_desc(std::span<const std::byte> payload);
+// DomainDesc, for chip worker `chip` of `chips`. It accepts only what the host can have sent
+// (describe_domain's checks, the team layout every member builds, `chip` a member), before any
+// collective call: TransportError naming what was wrong.
+DomainDesc decode_domain_desc(std::span<const std::byte> payload, int chips, int chip);
 
 // What a member builds for a decoded DomainDesc, before any MPI call: the world ranks of its
 // members and its team's buffers (the host's named ones where the host placed them, the rest of
@@ -64,6 +66,7 @@ struct DomainPlan {
   std::vector<BufferSpec> buffers;
   size_t symmetric = 0;
 };
+// For a DomainDesc decode_domain_desc accepted.
 DomainPlan plan_domain(const DomainDesc& desc);
 
 // A chip's domains of the current run, by id.
