@@ -34,8 +34,10 @@ size_t parse_size(std::string_view text, std::string_view rule, std::string_view
   if (text == "inf") return SIZE_MAX;
   size_t value = 0;
   size_t i = 0;
+  bool overflow = false;
   for (; i < text.size() && text[i] >= '0' && text[i] <= '9'; ++i) {
-    value = value * 10 + static_cast<size_t>(text[i] - '0');
+    overflow = overflow || __builtin_mul_overflow(value, 10, &value) ||
+               __builtin_add_overflow(value, static_cast<size_t>(text[i] - '0'), &value);
   }
   const std::string_view suffix = text.substr(i);
   size_t scale = 1;
@@ -51,7 +53,12 @@ size_t parse_size(std::string_view text, std::string_view rule, std::string_view
     bad(variable, "'" + std::string(text) + "' in '" + std::string(rule) +
                       "' is not a size (bytes with optional k, m, g, or inf)");
   }
-  return value * scale;
+  if (overflow || __builtin_mul_overflow(value, scale, &value)) {
+    bad(variable, "'" + std::string(text) + "' in '" + std::string(rule) +
+                      "' is larger than any size (at most " + std::to_string(SIZE_MAX) +
+                      " bytes; inf for no limit)");
+  }
+  return value;
 }
 
 size_t find_name(std::string_view name, std::string_view spec, std::string_view variable,

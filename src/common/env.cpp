@@ -22,7 +22,13 @@ std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value
     throw InvalidArgument(std::string(var) + "='" + value +
                           "' is not a positive number of seconds (for example 120 or 0.5)");
   }
-  return std::chrono::nanoseconds(static_cast<long long>(seconds * 1e9));
+  const auto nanoseconds = static_cast<long long>(seconds * 1e9);
+  if (nanoseconds < 1) {  // a zero timeout would end every wait at once
+    throw InvalidArgument(std::string(var) + "='" + value +
+                          "' is shorter than a nanosecond, the finest timeout (for example 120 or "
+                          "0.5 seconds)");
+  }
+  return std::chrono::nanoseconds(nanoseconds);
 }
 
 LogLevel parse_log_level(const char* var, const std::string& value) {

@@ -15,7 +15,8 @@ enum class ProgressMode { kCaller, kThread };
 // Raw lookup: the variable's value, or nullopt when unset or empty.
 std::optional<std::string> get(const char* name);
 
-// RANKFLOW_TIMEOUT_S: seconds (fractional allowed, > 0) a blocking wait may take. Default 120.
+// RANKFLOW_TIMEOUT_S: seconds (fractional allowed, 1 ns to 1e6 s) a blocking wait may take.
+// Default 120.
 std::chrono::nanoseconds timeout();
 // RANKFLOW_LOG: error|warn|info|debug. Default warn.
 LogLevel log_level();

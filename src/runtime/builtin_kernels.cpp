@@ -12,22 +12,13 @@ namespace {
 void run_copy(ChipEnv&, TaskContext& task, std::span<const std::byte>) {
   auto dst = task.output<std::byte>(0);
   auto src = task.input<std::byte>(1);
-  std::memcpy(dst.data(), src.data(), std::min(dst.size(), src.size()));
+  // memmove: a descriptor that is not the host's may name overlapping ranges.
+  std::memmove(dst.data(), src.data(), std::min(dst.size(), src.size()));
 }
 
-void run_create_domain(ChipEnv& env, TaskContext&, std::span<const std::byte> payload) {
-  if (payload.size() != sizeof(DomainDesc)) {
-    throw TransportError("allocate_domain: a payload of " + std::to_string(payload.size()) +
-                         " bytes, expected " + std::to_string(sizeof(DomainDesc)));
-  }
-  DomainDesc desc;
-  std::memcpy(&desc, payload.data(), sizeof(DomainDesc));
-  if (desc.members == 0 || desc.members > kMaxDomainMembers || desc.buffers > kMaxDomainBuffers) {
-    throw TransportError("allocate_domain: a payload of " + std::to_string(desc.members) +
-                         " members and " + std::to_string(desc.buffers) + " buffers");
-  }
-  desc.name[kMaxDomainName - 1] = '\0';
-  env.domains.create(env.context, desc);
+void run_create_domain(ChipEnv& env, TaskContext& task, std::span<const std::byte> payload) {
+  const int chips = env.context->world_size() - 1;  // world rank 0 is the host
+  env.domains.create(env.context, decode_domain_desc(payload, chips, task.worker()));
 }
 
 constexpr BuiltinKernel kBuiltins[] = {

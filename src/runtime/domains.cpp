@@ -2,6 +2,7 @@
 // the members' construction and teardown on each chip (its main thread).
 #include "runtime/domains.h"
 
+#include <algorithm>
 #include <cstring>
 #include <set>
 
@@ -17,6 +18,23 @@ namespace rankflow {
 
 namespace {
 constexpr const char* kRestOfWindow = "rankflow.rest";
+
+// The names of the buffers a member's team holds besides the named ones: the rest of the window
+// and what the domain's collectives need (api::collective_buffers).
+std::vector<std::string> reserved_buffer_names() {
+  std::vector<std::string> names{kRestOfWindow};
+  for (const BufferSpec& b : api::collective_buffers(1))
+    names.push_back(b.name);
+  return names;
+}
+
+// A name as messages show it: a NUL would end the message where it stands.
+std::string shown(const std::string& name) {
+  std::string text;
+  for (char c : name)
+    text += c == '\0' ? std::string("\\0") : std::string(1, c);
+  return text;
+}
 }  // namespace
 
 const detail::DomainState& Domain::live(const char* operation) const {
@@ -88,10 +106,11 @@ std::vector<BufferSpec> domain_team_buffers(const std::vector<BufferSpec>& named
 
 DomainDesc describe_domain(const std::string& name, const std::vector<int>& workers,
                            size_t window_bytes, const std::vector<BufferSpec>& buffers, int chips) {
-  const std::string what = "allocate_domain('" + name + "')";
-  if (name.empty() || name.size() >= kMaxDomainName) {
+  const std::string what = "allocate_domain('" + shown(name) + "')";
+  // Names travel as C strings (DomainDesc): one with a NUL would reach the members cut short.
+  if (name.empty() || name.size() >= kMaxDomainName || name.find('\0') != std::string::npos) {
     throw InvalidArgument(what + ": a name of 1 to " + std::to_string(kMaxDomainName - 1) +
-                          " characters");
+                          " characters, none of them NUL");
   }
   if (workers.empty() || workers.size() > kMaxDomainMembers) {
     throw InvalidArgument(what + ": needs 1 to " + std::to_string(kMaxDomainMembers) +
@@ -112,11 +131,21 @@ DomainDesc describe_domain(const std::string& name, const std::vector<int>& work
     throw InvalidArgument(what + ": at most " + std::to_string(kMaxDomainBuffers) + " buffers");
   }
   std::set<std::string> names;
+  const std::vector<std::string> reserved = reserved_buffer_names();
   size_t end = 0;
   for (const BufferSpec& b : buffers) {
-    if (b.name.empty() || b.name.size() >= kMaxDomainName || b.name == kRestOfWindow) {
-      throw InvalidArgument(what + ": buffer name '" + b.name + "' (1 to " +
-                            std::to_string(kMaxDomainName - 1) + " characters)");
+    if (b.name.empty() || b.name.size() >= kMaxDomainName ||
+        b.name.find('\0') != std::string::npos) {
+      throw InvalidArgument(what + ": buffer name '" + shown(b.name) + "' (1 to " +
+                            std::to_string(kMaxDomainName - 1) + " characters, none of them NUL)");
+    }
+    // Every member's team also holds these: one more of the same name fails there, not here.
+    if (std::find(reserved.begin(), reserved.end(), b.name) != reserved.end()) {
+      std::string list;
+      for (const std::string& r : reserved)
+        list += (list.empty() ? "" : ", ") + r;
+      throw InvalidArgument(what + ": buffer name '" + b.name + "' is the runtime's own (" + list +
+                            ")");
     }
     if (!names.insert(b.name).second) {
       throw InvalidArgument(what + ": buffer '" + b.name + "' appears twice");
@@ -145,16 +174,76 @@ DomainDesc describe_domain(const std::string& name, const std::vector<int>& work
   return desc;
 }
 
+namespace {
+
+// The buffers a DomainDesc names, as the host gave them to describe_domain.
+std::vector<BufferSpec> named_buffers(const DomainDesc& desc) {
+  std::vector<BufferSpec> named;
+  for (uint32_t i = 0; i < desc.buffers; ++i) {
+    named.push_back(
+        {std::string(desc.buffer_names[i], strnlen(desc.buffer_names[i], kMaxDomainName)),
+         desc.buffer_bytes[i], desc.buffer_alignment[i]});
+  }
+  return named;
+}
+
+}  // namespace
+
+DomainDesc decode_domain_desc(std::span<const std::byte> payload, int chips, int chip) {
+  if (payload.size() != sizeof(DomainDesc)) {
+    throw TransportError("allocate_domain: a payload of " + std::to_string(payload.size()) +
+                         " bytes, expected " + std::to_string(sizeof(DomainDesc)));
+  }
+  DomainDesc desc;
+  std::memcpy(&desc, payload.data(), sizeof(DomainDesc));
+  if (desc.members == 0 || desc.members > kMaxDomainMembers || desc.buffers > kMaxDomainBuffers) {
+    throw TransportError("allocate_domain: a payload of " + std::to_string(desc.members) +
+                         " members and " + std::to_string(desc.buffers) + " buffers");
+  }
+  desc.name[kMaxDomainName - 1] = '\0';
+  // What the host checked before it sent the payload, then what every member's team would check
+  // once the domain's communicator exists: refused here, before any member calls into MPI.
+  const std::string name(desc.name);
+  const std::vector<int> workers(desc.workers, desc.workers + desc.members);
+  try {
+    (void)describe_domain(name, workers, desc.window_bytes, named_buffers(desc), chips);
+    transport::TeamLayout layout(plan_domain(desc).buffers, Team::kDefaultSignalSlots);
+  } catch (const InvalidArgument& e) {
+    std::string what = e.what();
+    const std::string prefix = "rankflow " + std::string(to_string(e.code())) + ": ";
+    if (what.starts_with(prefix)) what.erase(0, prefix.size());
+    throw TransportError("malformed allocate_domain payload: " + what);
+  }
+  if (std::find(workers.begin(), workers.end(), chip) == workers.end()) {
+    throw TransportError("allocate_domain('" + name + "'): chip worker " + std::to_string(chip) +
+                         " is not a member");
+  }
+  return desc;
+}
+
+DomainPlan plan_domain(const DomainDesc& desc) {
+  DomainPlan plan;
+  plan.name.assign(desc.name, strnlen(desc.name, kMaxDomainName));
+  plan.ranks.resize(desc.members);
+  for (uint32_t r = 0; r < desc.members; ++r)
+    plan.ranks[r] = desc.workers[r] + 1;  // chip worker w is world rank w + 1
+  // The window is zeroed before its key reaches any member. After the buffers the host placed
+  // (domain_team_buffers, so their offsets stay the host's), it holds what the communicator's
+  // collectives need to run in place on them: their inbox and their own signals.
+  plan.buffers = domain_team_buffers(named_buffers(desc), desc.window_bytes);
+  plan.symmetric = plan.buffers.size();
+  for (BufferSpec& extra : api::collective_buffers(static_cast<int>(desc.members)))
+    plan.buffers.push_back(std::move(extra));
+  return plan;
+}
+
 void ChipDomains::create(const std::shared_ptr<transport::Context>& context,
                          const DomainDesc& desc) {
-  const std::string name(desc.name, strnlen(desc.name, kMaxDomainName));
+  DomainPlan plan = plan_domain(desc);
   MPI_Group world = MPI_GROUP_NULL, members = MPI_GROUP_NULL;
-  std::vector<int> ranks(desc.members);
-  for (uint32_t r = 0; r < desc.members; ++r)
-    ranks[r] = desc.workers[r] + 1;  // chip worker w is world rank w + 1
   transport::check_mpi(MPI_Comm_group(MPI_COMM_WORLD, &world), "MPI_Comm_group");
   transport::check_mpi(
-      MPI_Group_incl(world, static_cast<int>(desc.members), ranks.data(), &members),
+      MPI_Group_incl(world, static_cast<int>(desc.members), plan.ranks.data(), &members),
       "MPI_Group_incl");
   MPI_Comm comm = MPI_COMM_NULL;
   // Collective over the members only; the tag keeps concurrent creations apart.
@@ -163,25 +252,13 @@ void ChipDomains::create(const std::shared_ptr<transport::Context>& context,
   MPI_Group_free(&members);
   MPI_Group_free(&world);
   transport::check_mpi(status, "MPI_Comm_create_group (a domain's communicator)");
-  std::vector<BufferSpec> named;
-  for (uint32_t i = 0; i < desc.buffers; ++i) {
-    named.push_back(
-        {std::string(desc.buffer_names[i], strnlen(desc.buffer_names[i], kMaxDomainName)),
-         desc.buffer_bytes[i], desc.buffer_alignment[i]});
-  }
-  // The window is zeroed before its key reaches any member. After the buffers the host placed
-  // (domain_team_buffers, so their offsets stay the host's), it holds what the communicator's
-  // collectives need to run in place on them: their inbox and their own signals.
-  std::vector<BufferSpec> buffers = domain_team_buffers(named, desc.window_bytes);
-  const size_t symmetric = buffers.size();
-  for (BufferSpec& extra : api::collective_buffers(static_cast<int>(desc.members)))
-    buffers.push_back(std::move(extra));
-  Team team = transport::create_team(context, comm, buffers, "domain '" + name + "'");
-  const BufferSpec& last = buffers[symmetric - 1];
+  std::vector<BufferSpec>& buffers = plan.buffers;
+  Team team = transport::create_team(context, comm, buffers, "domain '" + plan.name + "'");
+  const BufferSpec& last = buffers[plan.symmetric - 1];
   Communicator communicator = api::communicator_over(comm, team, team.offset(buffers.front().name),
                                                      team.offset(last.name) + last.bytes);
   domains_[desc.id] =
-      std::make_unique<DomainContext>(name, comm, std::move(team), std::move(communicator));
+      std::make_unique<DomainContext>(plan.name, comm, std::move(team), std::move(communicator));
 }
 
 DomainContext& ChipDomains::find(uint32_t id, int chip) const {

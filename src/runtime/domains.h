@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,25 @@ std::vector<BufferSpec> domain_team_buffers(const std::vector<BufferSpec>& named
 // Checks a domain request (before anything happens) and describes it for the members.
 DomainDesc describe_domain(const std::string& name, const std::vector<int>& workers,
                            size_t window_bytes, const std::vector<BufferSpec>& buffers, int chips);
+
+// The chip's side of allocate_domain: the creation task's payload (another rank's bytes) as a
+// DomainDesc, for chip worker `chip` of `chips`. It accepts only what the host can have sent
+// (describe_domain's checks, the team layout every member builds, `chip` a member), before any
+// collective call: TransportError naming what was wrong.
+DomainDesc decode_domain_desc(std::span<const std::byte> payload, int chips, int chip);
+
+// What a member builds for a decoded DomainDesc, before any MPI call: the world ranks of its
+// members and its team's buffers (the host's named ones where the host placed them, the rest of
+// the window, then what the domain's collectives need); buffers[symmetric - 1] ends the
+// symmetric part the communicator's collectives may run in place on.
+struct DomainPlan {
+  std::string name;
+  std::vector<int> ranks;
+  std::vector<BufferSpec> buffers;
+  size_t symmetric = 0;
+};
+// For a DomainDesc decode_domain_desc accepted.
+DomainPlan plan_domain(const DomainDesc& desc);
 
 // A chip's domains of the current run, by id.
 class ChipDomains {

@@ -124,6 +124,13 @@ void decode_task(const std::byte* in, size_t available, DecodedTask& task) {
                 " dimensions past its end");
     }
     if (a.record.space > kDomainSpace) malformed("argument " + std::to_string(i) + "'s space");
+    if (a.record.access > static_cast<uint32_t>(Access::kNoDep)) {
+      malformed("argument " + std::to_string(i) + "'s access " + std::to_string(a.record.access));
+    }
+    if (a.record.space == kDomainSpace && a.record.offset > UINT32_MAX) {
+      malformed("argument " + std::to_string(i) + " names domain " +
+                std::to_string(a.record.offset) + "; domain ids are 32-bit");
+    }
     at += sizeof(ArgRecord);
     std::memcpy(a.shape, at, ndim * sizeof(uint64_t));
     at += ndim * sizeof(uint64_t);

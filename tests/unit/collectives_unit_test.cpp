@@ -298,6 +298,24 @@ TEST(TablesTest, BadOverridesNameTheirVariable) {
              "valid algorithms are onephase, twophase, ring, bidirectional_ring, ibing");
 }
 
+// Found by fuzz/env_parsers_fuzz.cpp (fuzz/corpus/env_parsers/regression-size-overflow: selector
+// 4, RANKFLOW_ALLREDUCE, then the value): 64000000000g does not fit a size_t, and the parser
+// wrapped it around to a small size instead of refusing it.
+TEST(TablesTest, FuzzRegressionSizesThatDoNotFitAreRefused) {
+  expect_bad("RANKFLOW_ALLREDUCE", "ring:0-64000000000g",
+             "'64000000000g' in 'ring:0-64000000000g' is larger than any size", nullptr);
+  expect_bad("RANKFLOW_ALLGATHER", "mesh:18446744073709551616-inf",
+             "'18446744073709551616' in 'mesh:18446744073709551616-inf' is larger than any size",
+             nullptr);
+  expect_bad("RANKFLOW_BROADCAST", "direct:0-99999999999999999999k", "is larger than any size",
+             nullptr);
+  // The largest sizes that fit still parse.
+  const auto largest = allgather_table().parse("mesh:17179869183g-18446744073709551615");
+  ASSERT_EQ(largest.size(), 1u);
+  EXPECT_EQ(largest[0].min_bytes, size_t{17179869183} << 30);
+  EXPECT_EQ(largest[0].max_bytes, SIZE_MAX);
+}
+
 // Signal kinds: each algorithm's own, numbered densely in the order of their names (the same
 // in every process), and a team holds one slot per kind and member.
 TEST(SignalKindTest, KindsAreNumberedDenselyByName) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
 
 #include "common/env.h"
 #include "rankflow/error.h"
@@ -24,6 +25,22 @@ TEST(EnvTest, BadTimeoutsAreInvalidArguments) {
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(), ::testing::HasSubstr("RANKFLOW_TIMEOUT_S='ten'"));
   }
+}
+
+// Found by fuzz/env_parsers_fuzz.cpp (fuzz/corpus/env_parsers/regression-timeout-under-a-
+// nanosecond: selector 0, then the value): a positive timeout below a nanosecond became a
+// timeout of 0 ns, which ends every wait at once.
+TEST(EnvTest, FuzzRegressionTimeoutsUnderANanosecondAreRefused) {
+  for (const char* tiny : {"66666662.e-20", "1e-10", "0.0000000009"}) {
+    try {
+      parse_timeout("RANKFLOW_TIMEOUT_S", tiny);
+      ADD_FAILURE() << tiny << " accepted";
+    } catch (const InvalidArgument& e) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("RANKFLOW_TIMEOUT_S='" + std::string(tiny) +
+                                                 "' is shorter than a nanosecond"));
+    }
+  }
+  EXPECT_EQ(parse_timeout("T", "1e-9"), std::chrono::nanoseconds(1));
 }
 
 TEST(EnvTest, TimeoutComesFromTheEnvironmentWithADefault) {

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "rankflow/error.h"
@@ -122,6 +125,41 @@ TEST(TaskCodec, MalformedDescriptorsAreTransportErrors) {
   r.space = 7;
   std::memcpy(six_dims.data() + sizeof(DescHeader), &r, sizeof(r));
   expect_refused(six_dims, bytes, "an unknown space");
+  r.space = kHostSpace;
+  r.access = 9;
+  std::memcpy(six_dims.data() + sizeof(DescHeader), &r, sizeof(r));
+  expect_refused(six_dims, bytes, "an access outside rankflow::Access");
+}
+
+std::vector<std::byte> corpus_file(const std::string& name) {
+  std::ifstream file(std::string(RANKFLOW_FUZZ_CORPUS) + "/" + name, std::ios::binary);
+  EXPECT_TRUE(file) << name;
+  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::vector<std::byte> out(bytes.size());
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+// Found by fuzz/task_descriptor_fuzz.cpp: a domain argument whose id does not fit the 32 bits
+// of a domain's id was cut to its low bits, naming another domain of the run.
+TEST(TaskCodec, FuzzRegressionDomainIdsPast32BitsAreRefused) {
+  const auto slot = corpus_file("task_descriptor/regression-domain-id-past-32-bits");
+  DecodedTask d;
+  try {
+    decode_task(slot.data(), slot.size(), d);
+    FAIL() << "accepted a domain id past 32 bits";
+  } catch (const TransportError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("malformed task descriptor: argument 0 names domain "
+                                    "3530822107858468865; domain ids are 32-bit"));
+  }
+  // The same descriptor with the id's high bits cleared is a domain argument like any other.
+  auto fixed = slot;
+  ArgRecord r;
+  std::memcpy(&r, fixed.data() + sizeof(DescHeader), sizeof(r));
+  r.offset &= UINT32_MAX;
+  std::memcpy(fixed.data() + sizeof(DescHeader), &r, sizeof(r));
+  decode_task(fixed.data(), fixed.size(), d);
+  EXPECT_EQ(d.args[0].record.space, kDomainSpace);
 }
 
 }  // namespace
