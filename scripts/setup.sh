@@ -12,6 +12,7 @@ RANKFLOW_PACKAGES=(
   libopenmpi-dev openmpi-bin libucx-dev libhwloc-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
+  clang libclang-rt-dev llvm  # scripts/fuzz.sh: libFuzzer, its runtime, llvm-symbolizer
 )
 
 rankflow_install_packages() {
