@@ -35,8 +35,17 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
     -DRANKFLOW_SANITIZE="$sanitizers" -DRANKFLOW_BUILD_BENCH=OFF -DRANKFLOW_BUILD_EXAMPLES=OFF \
     -DRANKFLOW_WERROR="$werror" >/dev/null
 fi
+# Only the programs the job runs.
+runtime_targets="rankflow_unit_tests runtime_test task_args_test runtime_scenarios_test
+  domain_scenarios_test progress_rule chaos_runtime chaos_library"
+case "$job" in
+  asan) targets="$runtime_targets transport collectives algorithm_override collectives_stream
+          embedding_test chip_death_test" ;;
+  tsan) targets="$runtime_targets" ;;
+esac
 start=$(date +%s)
-cmake --build "$build" -j "$(nproc)"
+# shellcheck disable=SC2086
+cmake --build "$build" -j "$(nproc)" --target $targets
 echo "rankflow sanitize $job: built in $(($(date +%s) - start)) s"
 
 # Every report is fatal. LeakSanitizer runs for the unit tests only: under mpirun, Open MPI's
