@@ -29,9 +29,37 @@ std::shared_ptr<Window> Window::create(std::shared_ptr<Context> context, MPI_Com
     throw InvalidArgument("window '" + name + "': communicator is MPI_COMM_NULL");
   }
   std::shared_ptr<Window> window(new Window(std::move(context), comm, std::move(name)));
-  window->allocate(bytes);
+  std::string failure;
+  try {
+    window->allocate(bytes);
+  } catch (const TransportError& e) {
+    failure = e.what();
+  }
+  window->agree_allocated(failure);
   window->exchange_keys();
   return window;
+}
+
+// Every member learns whether every member has its memory before any key exchange, so a member
+// that could not allocate (out of memory, or a size others could afford) fails the creation on
+// all of them alike, each with a TransportError naming who, instead of leaving the others in an
+// exchange it will never join.
+void Window::agree_allocated(const std::string& failure) {
+  const int members = size();
+  std::vector<int> allocated(members, 0);
+  int mine = failure.empty() ? 1 : 0;
+  MPI_Request request;
+  check_mpi(MPI_Iallgather(&mine, 1, MPI_INT, allocated.data(), 1, MPI_INT, comm_, &request),
+            "MPI_Iallgather(allocation)");
+  context_->mpi_wait(request, "allocation agreement for window '" + name_ + "'");
+  for (int r = 0; r < members; ++r) {
+    if (allocated[r] != 0) continue;
+    closed_ = true;  // nothing collective happens on this window any more
+    if (!failure.empty()) throw TransportError(failure.substr(failure.find(':') + 2));
+    throw TransportError("window '" + name_ + "': member " + std::to_string(r) + " (rank " +
+                         std::to_string(peers_[r].world_rank) + ") could not allocate its " +
+                         "memory; the window is not created on any member");
+  }
 }
 
 Window::Window(std::shared_ptr<Context> context, MPI_Comm comm, std::string name)

@@ -99,6 +99,7 @@ class Window {
 
   Window(std::shared_ptr<Context> context, MPI_Comm comm, std::string name);
   void allocate(size_t bytes);
+  void agree_allocated(const std::string& failure);
   void exchange_keys();
   void release();
   const Peer& peer_at(int peer, const char* operation) const;

@@ -13,12 +13,12 @@
 //
 //   mpirun -n 2 build/tests/chaos_library staging-oom
 #include <mpi.h>
-#include <sys/resource.h>
 
 #include <cstdio>
 #include <functional>
 #include <string>
 
+#include "address_space.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
 
@@ -61,21 +61,8 @@ bool small_allreduce_works(rankflow::Communicator& comm) {
   return false;
 }
 
-// Caps this process's address space 2 GiB above what it uses now: a larger allocation fails
-// at once instead of exhausting the machine.
-void cap_address_space() {
-  long pages = 0;
-  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
-    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
-    std::fclose(f);
-  }
-  const rlim_t cap = static_cast<rlim_t>(pages) * 4096 + (rlim_t{2} << 30);
-  rlimit limit{cap, cap};
-  setrlimit(RLIMIT_AS, &limit);
-}
-
 bool staging_oom(rankflow::Communicator& comm) {
-  cap_address_space();
+  rankflow::chaos::cap_address_space();
   static float x = 1, y = 0;  // never touched: the staging window fails first
   const bool ok = expect<rankflow::TransportError>(
       "allreduce of 32 GiB of user memory",
@@ -88,7 +75,7 @@ bool staging_oom(rankflow::Communicator& comm) {
 }
 
 bool alloc_oom(rankflow::Communicator& comm) {
-  cap_address_space();
+  rankflow::chaos::cap_address_space();
   const bool ok =
       expect<rankflow::TransportError>("alloc of 64 GiB", [&] { comm.alloc(size_t{1} << 36); }, {});
   return ok && small_allreduce_works(comm);

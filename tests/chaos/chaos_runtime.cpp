@@ -11,6 +11,9 @@
 //                  and the next run works. Needs 3 ranks.
 //   sigkill        a chip is killed with SIGKILL mid-run (no handler runs): mpirun ends the job.
 //   host-exit      the host exits during a run: mpirun ends the job.
+//   arena-oom      the host cannot allocate its arena (larger than its memory) while the chips
+//                  can allocate theirs: init() throws TransportError on every rank, naming who
+//                  failed, and the job ends normally.
 //
 //   mpirun -n 2 build/tests/chaos_runtime slow-kernel
 #include <signal.h>
@@ -22,6 +25,7 @@
 #include <string>
 #include <thread>
 
+#include "address_space.h"
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
 
@@ -150,8 +154,26 @@ int host_exit(rankflow::Worker& worker, rankflow::KernelHandle slow) {
 
 }  // namespace
 
+int arena_oom(int argc, char** argv) {
+  rankflow::chaos::cap_address_space();
+  rankflow::Worker worker(argc, argv, {.host_arena_bytes = size_t{1} << 36});
+  try {
+    worker.init();
+  } catch (const rankflow::TransportError& e) {
+    std::printf("chaos: rank %d caught: %s\n", worker.rank(), e.what());
+    const bool named = worker.is_host()
+                           ? contains(e.what(), "ucp_mem_map of")
+                           : contains(e.what(), "member 0 (rank 0) could not allocate");
+    if (!named) return fail("the error does not say who could not allocate");
+    if (worker.is_host()) std::printf("chaos arena-oom: passed\n");
+    return 0;
+  }
+  return fail("init() succeeded with a 64 GiB arena under a 2 GiB cap");
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "arena-oom") return arena_oom(argc, argv);
   try {
     rankflow::Worker worker(argc, argv, {.num_sub_workers = 0});
     auto slow = worker.register_kernel("slow", [](rankflow::TaskContext&) { sleep_ms(1600); });
