@@ -1,5 +1,5 @@
 // Chaos cases of library-mode collectives (issue 12), one per mode, each run under mpirun by
-// CTest with RANKFLOW_TIMEOUT_S=1. Each must end with a clear Error on the ranks that see the
+// CTest with RANKFLOW_TIMEOUT_S=2. Each must end with a clear Error on the ranks that see the
 // fault, and leave the communicator usable where the header says it stays usable.
 //
 //   staging-oom   an allreduce on user buffers too large for memory (the address space is
