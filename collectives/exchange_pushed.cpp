@@ -26,8 +26,10 @@ CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv,
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
     co_await c.inbox().await_push(p, sequence);
-    std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.inbox().payload(p, sequence),
-                block_bytes);
+    if (block_bytes > 0) {  // recv may be null then
+      std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.inbox().payload(p, sequence),
+                  block_bytes);
+    }
   }
 }
 

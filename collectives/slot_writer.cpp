@@ -17,7 +17,7 @@ void SlotWriter::write_through_ucx(int peer, size_t slot, uint64_t flag, const v
   if (outbox_.empty()) outbox_.resize(outbox_bytes_);
   std::byte* out = outbox_.data() + outbox_offset;
   std::memcpy(out, &flag, sizeof(flag));
-  std::memcpy(out + 8, payload, bytes);
+  if (bytes > 0) std::memcpy(out + 8, payload, bytes);  // payload may be null then
   team_.put(peer, slot + 8, out + 8, bytes);
   team_.fence();
   team_.put(peer, slot, out, sizeof(uint64_t));

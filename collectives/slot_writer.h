@@ -33,7 +33,7 @@ class SlotWriter {
              size_t outbox_offset) {
     if (std::byte* region = mapped_[static_cast<size_t>(peer)]) {
       std::byte* mapped = region + (slot - region_);
-      std::memcpy(mapped + 8, payload, bytes);
+      if (bytes > 0) std::memcpy(mapped + 8, payload, bytes);  // payload may be null then
       std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
           .store(flag, std::memory_order_release);
       return;

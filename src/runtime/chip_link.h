@@ -42,6 +42,8 @@ class ChipLink {
   bool collect(OnDone&& on_done, bool want_records);
   // Tells the chip the host is alive (its wait for the next task restarts its deadline).
   void beat() { team_.signal(chip_ + 1, kHeartbeatSignal); }
+  // Tells the chip the host has begun closing the worker (see ChipService::wait_for_close).
+  void announce_close() { team_.signal(chip_ + 1, kClosingSignal); }
   // The task in the oldest occupied slot, or null.
   const TaskState* oldest_in_flight() const;
 

@@ -1,6 +1,8 @@
 // ChipService (see chip_service.h). The chip's main thread.
 #include "runtime/chip_service.h"
 
+#include <functional>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -42,9 +44,18 @@ ChipService::ChipService(Team& team, const KernelTable& kernels,
 
 ChipService::~ChipService() = default;
 
-// Waits for descriptor `sequence`. The deadline (RANKFLOW_TIMEOUT_S) restarts at every heartbeat
-// of the host, so only a host that is gone or stuck times a chip out.
+// Waits for descriptor `sequence`.
 void ChipService::wait_for_descriptor(uint64_t sequence) {
+  wait_for_host([&] { return read_counter(team_, posted_) >= sequence; }, "its next task");
+}
+
+void ChipService::wait_for_close() {
+  wait_for_host([&] { return team_.signal_value(kClosingSignal) > 0; }, "the worker's close");
+}
+
+// Waits until `ready()`. The deadline (RANKFLOW_TIMEOUT_S) restarts at every heartbeat of the
+// host, so only a host that is gone or stuck times a chip out.
+void ChipService::wait_for_host(const std::function<bool()>& ready, const char* what) {
   Team& t = team_;
   // A host bound to this chip's core cannot post while this chip spins: yield at once.
   transport::SpinHint spin(host_shares_core_ ? transport::Backoff::kSharedCoreSpinPolls
@@ -55,14 +66,14 @@ void ChipService::wait_for_descriptor(uint64_t sequence) {
     t.wait_until(
         [&] {
           now_beats = t.signal_value(kHeartbeatSignal);
-          return read_counter(t, posted_) >= sequence || now_beats != beats;
+          return ready() || now_beats != beats;
         },
         [&] {
           return "chip worker " + std::to_string(chip_) + " (rank " + std::to_string(rank_) +
                  ") heard nothing from the host for " + transport::format_seconds(t.timeout()) +
-                 " while waiting for its next task: the host is gone or stuck";
+                 " while waiting for " + what + ": the host is gone or stuck";
         });
-    if (read_counter(t, posted_) >= sequence) return;
+    if (ready()) return;
     beats = now_beats;
   }
 }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include "rankflow/team.h"
@@ -27,9 +28,13 @@ class ChipService {
   ~ChipService();
   // Serves tasks until the host's end-of-run marker; then the run's domains close.
   void serve_run();
+  // Waits (hearing the host's heartbeats) until the host closes the worker: a host that works
+  // long before close() does not time its chips out in the collective close.
+  void wait_for_close();
 
  private:
   void wait_for_descriptor(uint64_t sequence);
+  void wait_for_host(const std::function<bool()>& ready, const char* what);
   // Runs one task; fills `record` with its outcome.
   void run_task(const DecodedTask& task, Completion& record);
   void run_kernel(const DecodedTask& task);

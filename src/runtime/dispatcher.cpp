@@ -96,6 +96,13 @@ void Dispatcher::begin_run() {
   rounds_.last_beat = Clock::now();
 }
 
+void Dispatcher::announce_close() {
+  DriverRole role(*this);
+  for (ChipLink& link : links_)
+    link.announce_close();
+  team_.flush();
+}
+
 void Dispatcher::wake_scheduler_thread() {
   { std::lock_guard lock(sleep_mutex_); }  // it is asleep, or will see what changed
   wake_.notify_all();

@@ -45,6 +45,8 @@ class Dispatcher {
   Dispatcher& operator=(const Dispatcher&) = delete;
 
   void begin_run();
+  // Tells every chip the host is closing the worker (no run is open).
+  void announce_close();
   // Body thread, after it queued work: one round of driving unless another thread drives.
   void kick();
   // Called under the graph's lock when chip work was queued: wakes the scheduler thread

@@ -19,7 +19,8 @@ constexpr size_t kMessageBytes = 480;
 // The runtime team's one signal slot: on a chip, the host is alive and a run is open. Posted
 // and completed counts are single-writer counters (counter.h).
 constexpr uint32_t kHeartbeatSignal = 0;
-constexpr uint32_t kRuntimeSignalSlots = 1;
+constexpr uint32_t kClosingSignal = 1;  // the host has begun Worker::close
+constexpr uint32_t kRuntimeSignalSlots = 2;
 
 enum class DescKind : uint32_t { kTask = 1, kEndRun = 2 };
 

@@ -60,6 +60,8 @@ class Scheduler : public detail::OrchestratorBackend {
   // Whether a timed-out run is still open; drain_timed_out_run() finishes it (or throws Timeout).
   bool run_timed_out() const { return run_.timed_out; }
   void drain_timed_out_run();
+  // Tells the chips that the worker is closing (they wait for it, hearing the heartbeats).
+  void announce_close() { dispatcher_->announce_close(); }
 
   Tensor host_tensor(std::vector<size_t> shape, DType dtype) override;
   Tensor alloc(std::vector<size_t> shape, DType dtype) override;

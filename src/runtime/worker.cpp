@@ -129,6 +129,8 @@ void WorkerImpl::close() {
   if (state_ == State::kClosed) return;
   if (state_ == State::kReady && is_host() && scheduler_->run_timed_out()) end_timed_out_run();
   if (state_ == State::kReady) {
+    if (is_host()) scheduler_->announce_close();
+    if (!is_host()) chip_->wait_for_close();
     scheduler_.reset();
     chip_.reset();
     team_->close();

@@ -11,6 +11,8 @@
 //                  and the next run works. Needs 3 ranks.
 //   sigkill        a chip is killed with SIGKILL mid-run (no handler runs): mpirun ends the job.
 //   host-exit      the host exits during a run: mpirun ends the job.
+//   slow-close     the host works for 2.5 T before close(): the chips, already in close, keep
+//                  hearing it and close with it.
 //   arena-oom      the host cannot allocate its arena (larger than its memory) while the chips
 //                  can allocate theirs: init() throws TransportError on every rank, naming who
 //                  failed, and the job ends normally.
@@ -144,6 +146,14 @@ int domain_stall(rankflow::Worker& worker, rankflow::KernelHandle exchange,
   return 0;
 }
 
+int slow_close(rankflow::Worker& worker, rankflow::KernelHandle fill) {
+  if (!healthy_run(worker, fill)) return fail("the run computed wrong");
+  if (worker.is_host()) sleep_ms(static_cast<int>(2500 * limit_s()));
+  worker.close();
+  std::printf("chaos slow-close: rank %d closed\n", worker.rank());
+  return 0;
+}
+
 int sigkill(rankflow::Worker& worker, rankflow::KernelHandle die) {
   worker.run([&](rankflow::Orchestrator& orch) { orch.submit(die, {}, 0).wait(); });
   return fail("the run returned after its chip was killed");
@@ -198,6 +208,7 @@ int main(int argc, char** argv) {
     if (mode == "slow-kernel") return slow_kernel(worker, slow, fill);
     if (mode == "stuck-kernel") return stuck_kernel(worker, stuck);
     if (mode == "domain-stall") return domain_stall(worker, exchange, fill);
+    if (mode == "slow-close") return slow_close(worker, fill);
     if (mode == "sigkill") return sigkill(worker, die);
     if (mode == "host-exit") return host_exit(worker, slow);
     return fail("unknown mode '" + mode + "'");
