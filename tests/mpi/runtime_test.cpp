@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -38,7 +39,9 @@ struct Kernels {
   KernelHandle slow_mark;    // out[0] = 1 after 100 ms
   SubHandle double_it;       // out = 2 * in (on the host)
   SubHandle observe;         // reads its inputs: waits for their writers
+  SubHandle hold;            // returns once g_release is set
 } g_k;
+std::atomic<bool> g_release{false};
 
 void fill_slowly(TaskContext& t) {
   std::this_thread::sleep_for(50ms);
@@ -64,6 +67,10 @@ void fail(TaskContext&) {
   throw std::runtime_error("deliberate failure");
 }
 void observe(TaskContext&) {}
+void hold(TaskContext&) {
+  while (!g_release.load())
+    std::this_thread::sleep_for(1ms);
+}
 void member(TaskContext& t) {
   auto out = t.output<float>(0);
   out[0] = static_cast<float>(100 + t.group_rank());
@@ -175,11 +182,19 @@ TEST(RuntimeTest, FailureSkipsConsumersFinishesOthersAndTheNextRunWorks) {
       auto x = orch.host_tensor<float>({8});
       auto y = orch.host_tensor<float>({8});
       auto z = orch.host_tensor<float>({8});
-      orch.submit(g_k.fail, {out(x)}, 0);
+      // The failure waits until every task is in: a submit after the host saw it would throw.
+      auto gate = orch.host_tensor<float>({1});
+      g_release = false;
+      struct Release {
+        ~Release() { g_release = true; }
+      } release_on_exit;
+      orch.submit_sub(g_k.hold, {out(gate)});
+      orch.submit(g_k.fail, {in(gate), out(x)}, 0);
       orch.submit(g_k.increment, {inout(x)}, last_chip());  // consumer: never runs
       orch.submit(g_k.set_99, {out(z)}, last_chip());       // independent: runs
       orch.submit_sub(g_k.double_it, {in(x), out(y)});      // consumer: never runs
       TaskHandle independent_done = orch.submit_sub(g_k.observe, {in(z)});
+      g_release = true;
       independent_done.wait();
       consumer = x.host<float>()[0] + y.host<float>()[0];
       independent = z.host<float>()[0];
@@ -490,6 +505,7 @@ int main(int argc, char** argv) {
     g_k.slow_mark = worker.register_kernel("slow_mark", slow_mark);
     g_k.double_it = worker.register_sub("double_it", double_it);
     g_k.observe = worker.register_sub("observe", observe);
+    g_k.hold = worker.register_sub("hold", hold);
     failed = run_all_tests_on(worker);
     EXPECT_THROW(worker.run([](rankflow::Orchestrator&) {}), rankflow::InvalidState);
     worker.close();  // twice is fine
