@@ -13,6 +13,7 @@ RANKFLOW_PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   gnuplot-nox
   clang libclang-rt-dev llvm  # scripts/fuzz.sh: libFuzzer, its runtime, llvm-symbolizer
+  iproute2                    # the two-host test (tests/two_host/): namespaces, veth, bridge
 )
 
 rankflow_install_packages() {

@@ -21,6 +21,13 @@ thread_local bool t_driving = false;  // this thread holds the driver role or is
 
 using Clock = std::chrono::steady_clock;
 
+// This host's clock as the chips stamp theirs (chip_service.cpp) and sub-workers their spans.
+uint64_t steady_ns() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+          .count());
+}
+
 // Holds the role for one round, if it is free.
 class RoundRole {
  public:
@@ -121,6 +128,7 @@ bool Dispatcher::collect() {
     moved |= link.collect(
         [&](const std::shared_ptr<TaskState>& task, bool ok, const Completion* r) {
           TaskSpan span{link.chip(), r ? r->start_ns : 0, r ? r->end_ns : 0, ok};
+          if (r) span.lag_ns = static_cast<int64_t>(steady_ns() - r->end_ns);
           observer_.task_left(*task, span);
           graph_.finish(task, ok, r ? r->message : "");
         },

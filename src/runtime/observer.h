@@ -13,12 +13,16 @@
 
 namespace rankflow::runtime {
 
-// Where and when a task (or one member of a group) ran.
+// Where and when a task (or one member of a group) ran. The times are steady_clock readings of
+// the rank that ran it: a chip's own clock, which on another host counts from another origin.
 struct TaskSpan {
   int track;  // chip worker id, or -1 - k for sub-worker k
   uint64_t start_ns;
   uint64_t end_ns;
   bool ok;
+  // A chip span: the host's clock minus end_ns when the host collected the completion, i.e.
+  // the offset between the two clocks plus the delivery delay (0 for a sub-worker's span).
+  int64_t lag_ns = 0;
 };
 
 class TaskObserver {

@@ -6,11 +6,13 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -37,7 +39,9 @@ struct Kernels {
   KernelHandle slow_mark;    // out[0] = 1 after 100 ms
   SubHandle double_it;       // out = 2 * in (on the host)
   SubHandle observe;         // reads its inputs: waits for their writers
+  SubHandle hold;            // returns once g_release is set
 } g_k;
+std::atomic<bool> g_release{false};
 
 void fill_slowly(TaskContext& t) {
   std::this_thread::sleep_for(50ms);
@@ -63,6 +67,10 @@ void fail(TaskContext&) {
   throw std::runtime_error("deliberate failure");
 }
 void observe(TaskContext&) {}
+void hold(TaskContext&) {
+  while (!g_release.load())
+    std::this_thread::sleep_for(1ms);
+}
 void member(TaskContext& t) {
   auto out = t.output<float>(0);
   out[0] = static_cast<float>(100 + t.group_rank());
@@ -174,11 +182,19 @@ TEST(RuntimeTest, FailureSkipsConsumersFinishesOthersAndTheNextRunWorks) {
       auto x = orch.host_tensor<float>({8});
       auto y = orch.host_tensor<float>({8});
       auto z = orch.host_tensor<float>({8});
-      orch.submit(g_k.fail, {out(x)}, 0);
+      // The failure waits until every task is in: a submit after the host saw it would throw.
+      auto gate = orch.host_tensor<float>({1});
+      g_release = false;
+      struct Release {
+        ~Release() { g_release = true; }
+      } release_on_exit;
+      orch.submit_sub(g_k.hold, {out(gate)});
+      orch.submit(g_k.fail, {in(gate), out(x)}, 0);
       orch.submit(g_k.increment, {inout(x)}, last_chip());  // consumer: never runs
       orch.submit(g_k.set_99, {out(z)}, last_chip());       // independent: runs
       orch.submit_sub(g_k.double_it, {in(x), out(y)});      // consumer: never runs
       TaskHandle independent_done = orch.submit_sub(g_k.observe, {in(z)});
+      g_release = true;
       independent_done.wait();
       consumer = x.host<float>()[0] + y.host<float>()[0];
       independent = z.host<float>()[0];
@@ -337,29 +353,61 @@ std::string scratch_file(const std::string& name) {
       .string();
 }
 
+// The trace event of task `id`: its start and length in microseconds.
+struct TraceEvent {
+  double ts = -1;
+  double dur = -1;
+};
+TraceEvent trace_event(const std::string& trace, uint64_t id) {
+  const size_t at = trace.find("\"args\": {\"task\": " + std::to_string(id) + ",");
+  if (at == std::string::npos) return {};
+  const size_t line = trace.rfind('\n', at) + 1;
+  auto number = [&](const std::string& key) {
+    const size_t k = trace.find("\"" + key + "\": ", line);
+    return k < at ? std::stod(trace.substr(k + key.size() + 4)) : -1.0;
+  };
+  return {number("ts"), number("dur")};
+}
+
 TEST(RuntimeTest, DotDumpAndTraceShowTasksAndEdges) {
   const std::string dot = scratch_file("graph.dot");
   std::string graph;
+  uint64_t a_id = 0, b_id = 0;
   g_worker->run([&](Orchestrator& orch) {
     auto x = orch.host_tensor<float>({8});
     auto y = orch.host_tensor<float>({8});
-    TaskHandle a = orch.submit(g_k.set_99, {out(x)}, 0);
+    TaskHandle a = orch.submit(g_k.set_99, {out(x)}, last_chip());
     TaskHandle b = orch.submit_sub(g_k.double_it, {in(x), out(y)});
     b.wait();
     orch.dump_dot(dot);
     graph = read_file(dot);
     EXPECT_THAT(graph, ::testing::HasSubstr("t" + std::to_string(a.id()) + " -> t" +
                                             std::to_string(b.id())));
+    a_id = a.id();
+    b_id = b.id();
   });
   if (g_worker->is_host()) {
-    EXPECT_THAT(graph, ::testing::HasSubstr("set_99\\nchip 0\\ndone"));
+    const std::string chip = std::to_string(last_chip());
+    EXPECT_THAT(graph, ::testing::HasSubstr("set_99\\nchip " + chip + "\\ndone"));
     EXPECT_THAT(graph, ::testing::HasSubstr("double_it\\nhost sub-worker"));
     // RANKFLOW_TRACE is set by main(): the file has both tracks and the dependency.
     const std::string trace = read_file(std::getenv("RANKFLOW_TRACE"));
-    EXPECT_THAT(trace, ::testing::HasSubstr("\"name\": \"chip worker 0 (rank 1)\""));
+    EXPECT_THAT(trace, ::testing::HasSubstr("\"name\": \"chip worker " + chip + " (rank " +
+                                            std::to_string(last_chip() + 1) + ")\""));
     EXPECT_THAT(trace, ::testing::HasSubstr("\"name\": \"host sub-worker 0\""));
     EXPECT_THAT(trace, ::testing::HasSubstr("\"name\": \"double_it\""));
     EXPECT_THAT(trace, ::testing::HasSubstr("\"ph\": \"X\""));
+    // The sub task starts after the chip task it reads ends, on one timeline, even when the
+    // chip is on another host whose clock counts from elsewhere (two_host.runtime.np3); to the
+    // nanosecond, however long the trace.
+    const TraceEvent set = trace_event(trace, a_id), dbl = trace_event(trace, b_id);
+    ASSERT_GE(set.ts, 0) << "no trace event for task " << a_id;
+    ASSERT_GE(dbl.ts, 0) << "no trace event for task " << b_id;
+    EXPECT_GE(set.dur, 0);
+    EXPECT_GE(dbl.ts, set.ts + set.dur - 1e-6) << "set_99 at " << set.ts << " us for " << set.dur
+                                              << " us, double_it at " << dbl.ts << " us";
+    EXPECT_FALSE(std::regex_search(trace, std::regex("\"(ts|dur)\": [0-9.]+e")))
+        << "a time in exponent notation (rounded to 6 digits)";
   }
 }
 
@@ -477,6 +525,7 @@ int main(int argc, char** argv) {
     g_k.slow_mark = worker.register_kernel("slow_mark", slow_mark);
     g_k.double_it = worker.register_sub("double_it", double_it);
     g_k.observe = worker.register_sub("observe", observe);
+    g_k.hold = worker.register_sub("hold", hold);
     failed = run_all_tests_on(worker);
     EXPECT_THROW(worker.run([](rankflow::Orchestrator&) {}), rankflow::InvalidState);
     worker.close();  // twice is fine
