@@ -17,6 +17,8 @@ namespace rankflow {
 
 namespace {
 constexpr const char* kRestOfWindow = "rankflow.rest";
+constexpr const char* kReservedPrefix = "rankflow.";  // kRestOfWindow, collective_buffers()
+constexpr size_t kMaxAlignment = 4096;                // as TeamLayout allows
 }  // namespace
 
 const detail::DomainState& Domain::live(const char* operation) const {
@@ -108,21 +110,36 @@ DomainDesc describe_domain(const std::string& name, const std::vector<int>& work
     }
   }
   if (window_bytes == 0) throw InvalidArgument(what + ": window_bytes must be positive");
+  if (window_bytes > transport::TeamLayout::kMaxBufferBytes) {
+    throw InvalidArgument(what + ": window_bytes " + std::to_string(window_bytes) +
+                          " is more than a window holds (" +
+                          std::to_string(transport::TeamLayout::kMaxBufferBytes) + ")");
+  }
   if (buffers.size() > kMaxDomainBuffers) {
     throw InvalidArgument(what + ": at most " + std::to_string(kMaxDomainBuffers) + " buffers");
   }
   std::set<std::string> names;
   size_t end = 0;
   for (const BufferSpec& b : buffers) {
-    if (b.name.empty() || b.name.size() >= kMaxDomainName || b.name == kRestOfWindow) {
+    if (b.name.empty() || b.name.size() >= kMaxDomainName) {
       throw InvalidArgument(what + ": buffer name '" + b.name + "' (1 to " +
                             std::to_string(kMaxDomainName - 1) + " characters)");
+    }
+    if (b.name.starts_with(kReservedPrefix)) {  // the members add buffers of these names
+      throw InvalidArgument(what + ": buffer name '" + b.name + "' is reserved (names starting '" +
+                            kReservedPrefix + "' are rankflow's own)");
     }
     if (!names.insert(b.name).second) {
       throw InvalidArgument(what + ": buffer '" + b.name + "' appears twice");
     }
-    if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0) {
-      throw InvalidArgument(what + ": buffer '" + b.name + "' needs a power-of-two alignment");
+    if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0 || b.alignment > kMaxAlignment) {
+      throw InvalidArgument(
+          what + ": buffer '" + b.name + "' needs a power-of-two alignment up to " +
+          std::to_string(kMaxAlignment) + " (got " + std::to_string(b.alignment) + ")");
+    }
+    if (b.bytes > transport::TeamLayout::kMaxBufferBytes) {  // (the sum below cannot overflow)
+      throw InvalidArgument(what + ": buffer '" + b.name + "' needs " + std::to_string(b.bytes) +
+                            " bytes, more than the window's " + std::to_string(window_bytes));
     }
     end = (end + b.alignment - 1) / b.alignment * b.alignment + b.bytes;
   }
