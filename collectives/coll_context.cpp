@@ -127,11 +127,12 @@ bool CollContext::poll(CollTask& task) {
 
 void CollContext::run(CollTask& task, std::chrono::nanoseconds timeout) {
   if (!task.advance()) {
-    team_.wait_until([&] { return task.advance(); }, [&] { return describe_wait(task.waiting()); },
-                     timeout);
+    team_.wait_until([&] { return task.advance(); },
+                     [&] { return describe_wait(task.waiting(), timeout); }, timeout);
   }
   if (!eager_) {  // wait_until tries once before it waits
-    team_.wait_until([&] { return close_step(); }, [&] { return describe_closing(); }, timeout);
+    team_.wait_until([&] { return close_step(); }, [&] { return describe_closing(timeout); },
+                     timeout);
   }
 }
 
@@ -150,19 +151,20 @@ bool CollContext::close_step() {
   return true;
 }
 
-std::string CollContext::describe_closing() const {
+std::string CollContext::describe_closing(std::chrono::nanoseconds waited) const {
   if (!closing_flushed_) {
     return std::string(operation_) + ": rank " + std::to_string(rank_) + " of " +
            std::to_string(size_) +
            " finished, but its transfers did not complete: a peer stopped progressing";
   }
-  return describe_wait(closing_.waiting()) + " (closing barrier after the collective)";
+  return describe_wait(closing_.waiting(), waited) + " (closing barrier after the collective)";
 }
 
-std::string CollContext::describe_wait(const SignalAwait& wait) const {
+std::string CollContext::describe_wait(const SignalAwait& wait,
+                                       std::chrono::nanoseconds limit) const {
   char waited[32];
   std::snprintf(waited, sizeof(waited), "%g s",
-                std::chrono::duration<double>(team_.timeout()).count());
+                std::chrono::duration<double>(limit.count() > 0 ? limit : team_.timeout()).count());
   return std::string(operation_) + ": rank " + std::to_string(rank_) + " of " +
          std::to_string(size_) + " waited " + waited + " for peer " + std::to_string(wait.peer) +
          ": word at offset " +

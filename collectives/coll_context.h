@@ -82,7 +82,9 @@ class CollContext {
   // Advances `task` once without blocking (progressing the transport); true when it and its
   // closing are complete.
   bool poll(CollTask& task);
-  std::string describe_wait(const SignalAwait& wait) const;
+  // What `wait` awaited when `limit` passed (zero: the team's timeout), for its Timeout.
+  std::string describe_wait(const SignalAwait& wait, std::chrono::nanoseconds limit =
+                                                         std::chrono::nanoseconds::zero()) const;
 
   std::byte* local(size_t offset) { return team_.local_ptr(offset); }
   // `bytes` of `peer`'s window at `offset`: a direct pointer where mapped, otherwise fetched
@@ -108,7 +110,7 @@ class CollContext {
   // barrier's last signals go straight onto idle sockets). One step without blocking; true
   // once both are done.
   bool close_step();
-  std::string describe_closing() const;
+  std::string describe_closing(std::chrono::nanoseconds waited) const;
   uint32_t slot(const SignalKind& kind, int sender) const {
     return kind.index() * static_cast<uint32_t>(size_) + static_cast<uint32_t>(sender);
   }

@@ -155,8 +155,11 @@ const Reducer& reducer(DType dtype, ReduceOp op) {
     case DType::kI64: return *for_op<int64_t>(dtype, op);
     default: break;
   }
-  throw InvalidArgument("collectives do not reduce dtype " + std::string(to_string(dtype)) +
-                        "; valid dtypes are f32, f64, f16, bf16, i32, i64");
+  const std::string_view name = to_string(dtype);  // "?" for a value that is no DType
+  throw InvalidArgument(
+      "collectives do not reduce dtype " +
+      (name == "?" ? std::to_string(static_cast<int>(dtype)) : std::string(name)) +
+      "; valid dtypes are f32, f64, f16, bf16, i32, i64");
 }
 
 }  // namespace coll

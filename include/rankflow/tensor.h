@@ -144,12 +144,12 @@ class Tensor {
   // contiguous tensor (InvalidArgument otherwise); host_view() takes any.
   template <typename T>
   std::span<T> host() const {
-    check_host_span(sizeof(T));
+    check_host_span(sizeof(T), /*contiguous_span=*/true);
     return {reinterpret_cast<T*>(data_), bytes() / sizeof(T)};
   }
   template <typename T>
   View<T> host_view() const {
-    check_host_span(sizeof(T));
+    check_host_span(sizeof(T), /*contiguous_span=*/false);
     return {reinterpret_cast<T*>(data_), shape_, strides_};
   }
 
@@ -164,7 +164,7 @@ class Tensor {
 
  private:
   friend struct detail::TensorAccess;
-  void check_host_span(size_t element_bytes) const;
+  void check_host_span(size_t element_bytes, bool contiguous_span) const;
   uint64_t buffer_ = 0;  // identity of the allocation (dependencies are per allocation)
   size_t offset_ = 0;    // bytes from the start of the arena to the first element
   Dims shape_;

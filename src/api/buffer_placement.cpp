@@ -72,6 +72,11 @@ BufferPlacement::BufferPlacement(std::shared_ptr<transport::Context> context, MP
 }
 
 std::shared_ptr<SymmetricAllocation> BufferPlacement::alloc(size_t bytes) {
+  if (bytes > transport::TeamLayout::kMaxBufferBytes) {
+    throw InvalidArgument("Communicator::alloc: " + std::to_string(bytes) +
+                          " bytes; a symmetric buffer holds at most " +
+                          std::to_string(transport::TeamLayout::kMaxBufferBytes));
+  }
   auto allocation = std::make_shared<SymmetricAllocation>();
   allocation->coll = make_coll(context_, comm_, {{"data", bytes, 4096}}, "symmetric");
   allocation->offset = allocation->coll->team().offset("data");

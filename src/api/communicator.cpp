@@ -163,6 +163,8 @@ class CommunicatorImpl {
   // Returns once every member has called `operation`: Timeout (after the communicator's
   // timeout) instead of a blocking MPI call that would hang on a member that never comes.
   void wait_for_every_member(const char* operation) {
+    if (comm_ == MPI_COMM_NULL)
+      throw InvalidState(std::string(operation) + ": communicator used after close()");
     MPI_Request request;
     transport::check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
     context_->mpi_wait(request, std::string(operation) + " (member " + std::to_string(rank_) +

@@ -99,24 +99,30 @@ void DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses,
   before.erase(std::unique(before.begin(), before.end()), before.end());
 }
 
-void check_task_uses(std::span<const ByteUse> uses, std::string_view kernel) {
+std::optional<UseConflict> find_conflict(std::span<const ByteUse> uses) {
   for (size_t i = 0; i < uses.size(); ++i) {
     for (size_t j = i + 1; j < uses.size(); ++j) {
       const ByteUse& a = uses[i];
       const ByteUse& b = uses[j];
-      if (!overlaps(a, b)) continue;
-      if (a.writes && b.writes) {
-        throw InvalidArgument("task '" + std::string(kernel) + "': arguments " + std::to_string(i) +
-                              " and " + std::to_string(j) + " are both written and overlap");
-      }
-      if (a.writes != b.writes) {
-        throw InvalidArgument("task '" + std::string(kernel) + "': argument " +
-                              std::to_string(a.writes ? j : i) + " reads bytes that argument " +
-                              std::to_string(a.writes ? i : j) +
-                              " writes; pass the range once as inout");
-      }
+      if ((!a.writes && !b.writes) || !overlaps(a, b)) continue;
+      if (a.writes && b.writes) return UseConflict{i, j, true};
+      return a.writes ? UseConflict{j, i, false} : UseConflict{i, j, false};
     }
   }
+  return std::nullopt;
+}
+
+void check_task_uses(std::span<const ByteUse> uses, std::string_view kernel) {
+  const auto conflict = find_conflict(uses);
+  if (!conflict) return;
+  const std::string task = "task '" + std::string(kernel) + "': ";
+  if (conflict->both_write) {
+    throw InvalidArgument(task + "arguments " + std::to_string(conflict->reader) + " and " +
+                          std::to_string(conflict->writer) + " are both written and overlap");
+  }
+  throw InvalidArgument(task + "argument " + std::to_string(conflict->reader) +
+                        " reads bytes that argument " + std::to_string(conflict->writer) +
+                        " writes; pass the range once as inout");
 }
 
 }  // namespace rankflow::runtime

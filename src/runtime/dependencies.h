@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory_resource>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <unordered_map>
@@ -73,8 +74,19 @@ class DependencyTracker {
   std::unordered_map<uint64_t, BufferRecords> by_buffer_;
 };
 
+// Two uses of one task that conflict: both write overlapping bytes, or `reader` reads bytes
+// that `writer` writes (indices into the uses; `reader` is the first when both write).
+struct UseConflict {
+  size_t reader;
+  size_t writer;
+  bool both_write;
+};
+// The first conflict among `uses`, if any.
+std::optional<UseConflict> find_conflict(std::span<const ByteUse> uses);
+
 // Throws InvalidArgument when two arguments of one task conflict: two written ranges overlap,
-// or a range is both read by one argument and written by another (use kInOut instead).
+// or a range is both read by one argument and written by another (use kInOut instead). The
+// message numbers the arguments as `uses` holds them.
 void check_task_uses(std::span<const ByteUse> uses, std::string_view kernel);
 inline void check_task_uses(const std::vector<ByteUse>& uses, std::string_view kernel) {
   check_task_uses(std::span<const ByteUse>(uses), kernel);

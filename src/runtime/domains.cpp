@@ -18,15 +18,8 @@ namespace rankflow {
 
 namespace {
 constexpr const char* kRestOfWindow = "rankflow.rest";
-
-// The names of the buffers a member's team holds besides the named ones: the rest of the window
-// and what the domain's collectives need (api::collective_buffers).
-std::vector<std::string> reserved_buffer_names() {
-  std::vector<std::string> names{kRestOfWindow};
-  for (const BufferSpec& b : api::collective_buffers(1))
-    names.push_back(b.name);
-  return names;
-}
+constexpr const char* kReservedPrefix = "rankflow.";  // kRestOfWindow, collective_buffers()
+constexpr size_t kMaxAlignment = 4096;                // as TeamLayout allows
 
 // A name as messages show it: a NUL would end the message where it stands.
 std::string shown(const std::string& name) {
@@ -127,11 +120,15 @@ DomainDesc describe_domain(const std::string& name, const std::vector<int>& work
     }
   }
   if (window_bytes == 0) throw InvalidArgument(what + ": window_bytes must be positive");
+  if (window_bytes > transport::TeamLayout::kMaxBufferBytes) {
+    throw InvalidArgument(what + ": window_bytes " + std::to_string(window_bytes) +
+                          " is more than a window holds (" +
+                          std::to_string(transport::TeamLayout::kMaxBufferBytes) + ")");
+  }
   if (buffers.size() > kMaxDomainBuffers) {
     throw InvalidArgument(what + ": at most " + std::to_string(kMaxDomainBuffers) + " buffers");
   }
   std::set<std::string> names;
-  const std::vector<std::string> reserved = reserved_buffer_names();
   size_t end = 0;
   for (const BufferSpec& b : buffers) {
     if (b.name.empty() || b.name.size() >= kMaxDomainName ||
@@ -139,19 +136,21 @@ DomainDesc describe_domain(const std::string& name, const std::vector<int>& work
       throw InvalidArgument(what + ": buffer name '" + shown(b.name) + "' (1 to " +
                             std::to_string(kMaxDomainName - 1) + " characters, none of them NUL)");
     }
-    // Every member's team also holds these: one more of the same name fails there, not here.
-    if (std::find(reserved.begin(), reserved.end(), b.name) != reserved.end()) {
-      std::string list;
-      for (const std::string& r : reserved)
-        list += (list.empty() ? "" : ", ") + r;
-      throw InvalidArgument(what + ": buffer name '" + b.name + "' is the runtime's own (" + list +
-                            ")");
+    if (b.name.starts_with(kReservedPrefix)) {  // the members add buffers of these names
+      throw InvalidArgument(what + ": buffer name '" + b.name + "' is reserved (names starting '" +
+                            kReservedPrefix + "' are rankflow's own)");
     }
     if (!names.insert(b.name).second) {
       throw InvalidArgument(what + ": buffer '" + b.name + "' appears twice");
     }
-    if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0) {
-      throw InvalidArgument(what + ": buffer '" + b.name + "' needs a power-of-two alignment");
+    if (b.alignment == 0 || (b.alignment & (b.alignment - 1)) != 0 || b.alignment > kMaxAlignment) {
+      throw InvalidArgument(
+          what + ": buffer '" + b.name + "' needs a power-of-two alignment up to " +
+          std::to_string(kMaxAlignment) + " (got " + std::to_string(b.alignment) + ")");
+    }
+    if (b.bytes > transport::TeamLayout::kMaxBufferBytes) {  // (the sum below cannot overflow)
+      throw InvalidArgument(what + ": buffer '" + b.name + "' needs " + std::to_string(b.bytes) +
+                            " bytes, more than the window's " + std::to_string(window_bytes));
     }
     end = (end + b.alignment - 1) / b.alignment * b.alignment + b.bytes;
   }

@@ -8,6 +8,7 @@
 #include "common/env.h"
 #include "rankflow/error.h"
 #include "runtime/builtin_kernels.h"
+#include "runtime/dependencies.h"
 #include "runtime/protocol.h"
 #include "runtime/tensor_access.h"
 #include "runtime/trace_writer.h"
@@ -30,10 +31,19 @@ size_t checked_bytes(const std::vector<size_t>& shape, DType dtype, const char* 
     throw InvalidArgument(std::string(what) + ": shape needs 1 to " + std::to_string(kMaxDims) +
                           " dimensions, got " + std::to_string(shape.size()));
   }
-  size_t elements = 1;
-  for (size_t d : shape)
-    elements *= d;
-  return elements * dtype_size(dtype);
+  const size_t element_bytes = dtype_size(dtype);
+  if (std::find(shape.begin(), shape.end(), size_t{0}) != shape.end()) return 0;
+  size_t bytes = element_bytes;
+  for (size_t d : shape) {
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      std::string text;
+      for (size_t e : shape)
+        text += (text.empty() ? "" : ", ") + std::to_string(e);
+      throw InvalidArgument(std::string(what) + ": shape {" + text + "} of " +
+                            std::string(to_string(dtype)) + " holds more bytes than size_t counts");
+    }
+  }
+  return bytes;
 }
 
 void check_config(const CallConfig& config, std::string_view name) {
@@ -61,6 +71,53 @@ void check_counts(const std::vector<TaskArg>& args, std::string_view name) {
     throw InvalidArgument("task '" + std::string(name) + "': " + std::to_string(scalars) +
                           " scalar arguments, at most " + std::to_string(kMaxScalarArgs));
   }
+}
+
+// Which argument the k-th byte use of `args` comes from: its position among the tensor and
+// domain arguments (uses_of makes one use per tensor argument that is not kNoDep).
+size_t position_of_use(const std::vector<TaskArg>& args, size_t k) {
+  size_t position = 0;
+  for (const TaskArg& a : args) {
+    if (a.kind == ArgKind::kScalar) continue;
+    if (a.kind == ArgKind::kTensor && a.access != Access::kNoDep && k-- == 0) return position;
+    ++position;
+  }
+  return position;
+}
+
+// Throws InvalidArgument for two arguments that conflict (find_conflict), naming them by their
+// positions: `uses` are those of member_args[member] alone, or (member < 0) of every member.
+void check_arguments(std::span<const ByteUse> uses, const std::vector<std::vector<TaskArg>>& args,
+                     int member, std::string_view name) {
+  const auto conflict = find_conflict(uses);
+  if (!conflict) return;
+  auto position = [&](size_t use) { return std::to_string(position_of_use(args[member], use)); };
+  auto which = [&](size_t use) -> std::string {  // in a group: the member holding use `use`
+    for (size_t m = 0; m < args.size(); ++m) {
+      size_t count = 0;
+      for (const TaskArg& a : args[m])
+        count += a.kind == ArgKind::kTensor && a.access != Access::kNoDep;
+      if (use < count) {
+        return "member " + std::to_string(m) + "'s argument " +
+               std::to_string(position_of_use(args[m], use));
+      }
+      use -= count;
+    }
+    return "an argument";  // (not reached: every use comes from a member)
+  };
+  const std::string task = "task '" + std::string(name) + "': ";
+  const size_t r = conflict->reader, w = conflict->writer;
+  if (member >= 0 && conflict->both_write) {
+    throw InvalidArgument(task + "arguments " + position(r) + " and " + position(w) +
+                          " are both written and overlap");
+  }
+  if (member >= 0) {
+    throw InvalidArgument(task + "argument " + position(r) + " reads bytes that argument " +
+                          position(w) + " writes; pass the range once as inout");
+  }
+  throw InvalidArgument(task + which(r) + (conflict->both_write ? " and " : " reads bytes that ") +
+                        which(w) +
+                        (conflict->both_write ? " are both written and overlap" : " writes"));
 }
 
 }  // namespace
@@ -276,10 +333,14 @@ std::shared_ptr<TaskState> Scheduler::enter(std::shared_ptr<TaskState> task,
   for (size_t m = 0; m < t.member_args.size(); ++m) {
     check_counts(t.member_args[m], name);
     const int worker = t.sub ? -1 : t.workers[m];
+    const size_t first = uses_.size();
     uses_of(t.member_args[m], name, worker, uses_);
+    if (uses_.size() - first > 1) {
+      check_arguments(std::span(uses_).subspan(first), t.member_args, static_cast<int>(m), name);
+    }
     domains_.check_args(t.member_args[m], name, worker, after);
   }
-  if (t.member_args.size() > 1) check_task_uses(uses_, name);
+  if (t.member_args.size() > 1) check_arguments(uses_, t.member_args, -1, name);
   if (t.fn != kCreateDomainKernel) domains_.note_submit();
   task->name = name;
   task->driver = dispatcher_;
@@ -295,7 +356,9 @@ std::shared_ptr<TaskState> Scheduler::enter(std::shared_ptr<TaskState> task,
 // A user's kernel or sub: built-in ids are the runtime's own.
 std::shared_ptr<TaskState> Scheduler::user_task(bool sub, uint32_t fn, CallConfig config) {
   if (find_builtin(fn) != nullptr) {
-    throw InvalidArgument("submit: handle " + std::to_string(fn) + " is not a registered kernel");
+    throw InvalidArgument(std::string(sub ? "submit_sub" : "submit") + ": handle " +
+                          std::to_string(fn) + " is not a registered " +
+                          (sub ? "sub callable" : "kernel"));
   }
   return fresh_task(sub, fn, config);
 }
@@ -313,7 +376,6 @@ std::shared_ptr<TaskState> Scheduler::fresh_task(bool sub, uint32_t fn, CallConf
 // worker, inside its allocation) and appends the byte ranges it touches.
 void Scheduler::uses_of(const std::vector<TaskArg>& args, std::string_view name, int worker,
                         std::vector<ByteUse>& uses) const {
-  const size_t first = uses.size();
   size_t position = 0;
   for (const TaskArg& a : args) {
     if (a.kind == ArgKind::kScalar) continue;
@@ -341,7 +403,6 @@ void Scheduler::uses_of(const std::vector<TaskArg>& args, std::string_view name,
     }
     uses.push_back(use);
   }
-  if (uses.size() - first > 1) check_task_uses(std::span(uses).subspan(first), name);
 }
 
 void Scheduler::run_sub(const std::shared_ptr<TaskState>& task, int index) {

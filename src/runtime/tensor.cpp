@@ -1,5 +1,6 @@
 // Tensor views: shapes, strides and the bounds of the allocation they lie in. Host-side values,
 // used by the orchestration body on the host's main thread.
+#include <cstdint>
 #include <string>
 
 #include "rankflow/error.h"
@@ -14,6 +15,27 @@ std::string dims(const Dims& v) {
   for (size_t i = 0; i < v.size(); ++i)
     s += (i ? ", " : "") + std::to_string(v[i]);
   return s + "}";
+}
+
+// Whether a view of `shape` and `strides` (both positive) spans at most `limit` bytes from its
+// first element, its element count and byte sizes all within size_t (no wrap-around).
+bool fits(const Dims& shape, const Dims& strides, size_t element_bytes, size_t limit) {
+  size_t elements = 1, last = 0;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 0) return true;  // no elements: nothing to reach
+    size_t step = 0;
+    if (__builtin_mul_overflow(elements, shape[d], &elements) ||
+        __builtin_mul_overflow(shape[d] - 1, strides[d], &step) ||
+        __builtin_add_overflow(last, step, &last)) {
+      return false;
+    }
+  }
+  size_t bytes = 0, extent = 0;
+  if (last == SIZE_MAX || __builtin_mul_overflow(elements, element_bytes, &bytes) ||
+      __builtin_mul_overflow(last + 1, element_bytes, &extent)) {
+    return false;
+  }
+  return extent <= limit;
 }
 
 }  // namespace
@@ -62,7 +84,8 @@ bool Tensor::contiguous() const {
   return is_contiguous(shape_, strides_);
 }
 
-void Tensor::check_host_span(size_t element_bytes) const {
+void Tensor::check_host_span(size_t element_bytes, bool contiguous_span) const {
+  if (buffer_ == 0) throw InvalidArgument("Tensor::host: an empty tensor (it names no memory)");
   if (home_ >= 0 || data_ == nullptr) {
     throw InvalidArgument("Tensor::host: not host memory (child memory lives on chip worker " +
                           std::to_string(home_) + "; copy it back with copy_from)");
@@ -70,6 +93,10 @@ void Tensor::check_host_span(size_t element_bytes) const {
   if (element_bytes != dtype_size(dtype_)) {
     throw InvalidArgument("Tensor::host: element type of " + std::to_string(element_bytes) +
                           " bytes for a " + std::string(to_string(dtype_)) + " tensor");
+  }
+  if (contiguous_span && !contiguous()) {
+    throw InvalidArgument("Tensor::host: a strided view (shape " + dims(shape_) + ", strides " +
+                          dims(strides_) + "); read it with host_view<T>()");
   }
 }
 
@@ -99,7 +126,8 @@ Tensor Tensor::view(Dims shape, Dims strides, size_t byte_offset) const {
   Tensor v = *this;
   v.shape_ = shape;
   v.strides_ = strides;
-  if (byte_offset > alloc_end_ - offset_ || v.extent_bytes() > alloc_end_ - offset_ - byte_offset) {
+  if (byte_offset > alloc_end_ - offset_ ||
+      !fits(shape, strides, dtype_size(dtype_), alloc_end_ - offset_ - byte_offset)) {
     throw InvalidArgument(describe(v.shape_, v.strides_) + ": reaches outside its allocation of " +
                           std::to_string(alloc_end_ - alloc_begin_) + " bytes");
   }

@@ -159,7 +159,7 @@ void Team::signal(int peer, uint32_t slot, uint64_t value) {
   check_slot(slot, signal_slots(), "signal");
   transport::Window& window = *state_->window;
   const size_t offset = state_->layout.signal_slot(slot);
-  if (void* target = window.remote_ptr(peer, offset)) {
+  if (void* target = window.remote_ptr(peer, offset, "signal")) {
     // Release: the peer that observes the new count also observes our earlier stores.
     mapped_word<uint64_t>(target).fetch_add(value, std::memory_order_release);
     return;
@@ -221,7 +221,7 @@ void Team::barrier() {
     const int distance = 1 << round;
     const size_t slot = state_->layout.barrier_slot(round);
     const int to = (me + distance) % n;
-    if (void* target = window.remote_ptr(to, slot)) {
+    if (void* target = window.remote_ptr(to, slot, "barrier")) {
       mapped_word<uint64_t>(target).fetch_add(1, std::memory_order_release);
     } else {
       window.atomic_add<uint64_t>(to, slot, 1);

@@ -24,7 +24,7 @@ TeamLayout::TeamLayout(std::vector<BufferSpec> buffers, uint32_t signal_slots)
                             " is not a power of two up to 4096");
     }
     cursor = (cursor + align - 1) & ~(align - 1);
-    if (spec.bytes > (size_t{1} << 48)) {
+    if (spec.bytes > kMaxBufferBytes) {
       throw InvalidArgument("team buffer '" + spec.name + "': " + std::to_string(spec.bytes) +
                             " bytes is larger than any window rankflow can allocate");
     }

@@ -16,6 +16,7 @@ class TeamLayout {
  public:
   static constexpr size_t kSlotStride = 64;       // one counter per cache line
   static constexpr uint32_t kBarrierRounds = 32;  // ceil(log2(size)) rounds for any int size
+  static constexpr size_t kMaxBufferBytes = size_t{1} << 48;  // larger than any window can be
 
   // Throws InvalidArgument for empty or duplicate names or a bad alignment.
   TeamLayout(std::vector<BufferSpec> buffers, uint32_t signal_slots);

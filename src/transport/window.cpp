@@ -209,8 +209,8 @@ void Window::check_range(int peer, size_t offset, size_t bytes, const char* oper
   }
 }
 
-void* Window::remote_ptr(int peer, size_t offset) const {
-  check_range(peer, offset, 0, "remote_ptr");
+void* Window::remote_ptr(int peer, size_t offset, const char* operation) const {
+  check_range(peer, offset, 0, operation);
   std::byte* base = peers_[peer].mapped;
   return base == nullptr ? nullptr : base + offset;
 }

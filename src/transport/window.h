@@ -48,7 +48,8 @@ class Window {
 
   // Direct load/store pointer to `peer`'s window at `offset` (offset <= size), or null when the
   // peer's memory cannot be mapped into this process (another host, or UCX_TLS=tcp,self).
-  void* remote_ptr(int peer, size_t offset) const;
+  // `operation` is what an error names (the caller's operation, when it is not remote_ptr).
+  void* remote_ptr(int peer, size_t offset, const char* operation = "remote_ptr") const;
   // True when every member's window is directly mapped.
   bool all_mapped() const { return all_mapped_; }
   // True when every member maps every other member's window: the same answer on all members

@@ -95,7 +95,7 @@ TEST(DomainDesc, PayloadsTheHostCannotHaveSentAreRefused) {
   expect_refused(edit([](DomainDesc& d) { d.buffer_alignment[0] = 0; }), 4, 0,
                  "buffer 'grad' needs a power-of-two alignment");
   expect_refused(edit([](DomainDesc& d) { d.buffer_alignment[0] = 8192; }), 4, 0,
-                 "alignment 8192 is not a power of two up to 4096");
+                 "needs a power-of-two alignment up to 4096 (got 8192)");
   expect_refused(edit([](DomainDesc& d) { d.buffer_bytes[0] = uint64_t{1} << 49; }), 4, 0,
                  "more than the window's");
   expect_refused(edit([](DomainDesc& d) { d.name[0] = '\0'; }), 4, 0, "a name of 1 to 47");
@@ -168,13 +168,13 @@ TEST(DomainDesc, FuzzRegressionBufferNamesOfTheRuntimeAreInvalidArguments) {
       ADD_FAILURE() << "accepted a buffer named " << reserved;
     } catch (const InvalidArgument& e) {
       EXPECT_THAT(e.what(), HasSubstr("allocate_domain('b'): buffer name '" +
-                                      std::string(reserved) + "' is the runtime's own"));
+                                      std::string(reserved) + "' is reserved"));
     }
   }
   // A payload naming one (which no host sends now) is refused before any MPI call.
   DomainDesc desc = desc_of(payload_of({0}, {{"grad", 64, 64}}));
   std::strcpy(desc.buffer_names[0], "rankflow.inbox");
-  expect_refused(bytes_of(desc), 4, 0, "buffer name 'rankflow.inbox' is the runtime's own");
+  expect_refused(bytes_of(desc), 4, 0, "buffer name 'rankflow.inbox' is reserved");
 }
 
 }  // namespace
