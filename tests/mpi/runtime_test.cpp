@@ -405,7 +405,7 @@ TEST(RuntimeTest, DotDumpAndTraceShowTasksAndEdges) {
     ASSERT_GE(dbl.ts, 0) << "no trace event for task " << b_id;
     EXPECT_GE(set.dur, 0);
     EXPECT_GE(dbl.ts, set.ts + set.dur - 1e-6) << "set_99 at " << set.ts << " us for " << set.dur
-                                              << " us, double_it at " << dbl.ts << " us";
+                                               << " us, double_it at " << dbl.ts << " us";
     EXPECT_FALSE(std::regex_search(trace, std::regex("\"(ts|dur)\": [0-9.]+e")))
         << "a time in exponent notation (rounded to 6 digits)";
   }
