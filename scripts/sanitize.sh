@@ -27,8 +27,10 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${RANKFLOW_SANITIZE_BUILD:-$root/build/$job}"
 supp="$root/tests/sanitizers"
 
+# Warnings are not errors here: the Release build (scripts/test.sh) is CI's -Werror gate, and
+# GCC 12's -Wmaybe-uninitialized misfires inside libstdc++ (std::regex, std::function) when it
+# inlines under -fsanitize at -O1.
 werror=OFF
-[ -n "${CI:-}" ] && werror=ON
 if [ ! -f "$build/CMakeCache.txt" ]; then
   cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1" \
