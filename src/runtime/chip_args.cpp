@@ -22,7 +22,9 @@ bool elements_match(const DecodedArg& a) {
   uint64_t bytes = 0, reach = 0;
   if (__builtin_mul_overflow(elements, r.element_bytes, &bytes) || bytes != r.bytes) return false;
   if (elements == 0) return true;
-  return !__builtin_mul_overflow(last + 1, r.element_bytes, &reach) && reach <= r.extent;
+  uint64_t count = 0;  // elements from the first to the last, inclusive
+  if (__builtin_add_overflow(last, 1, &count)) return false;
+  return !__builtin_mul_overflow(count, r.element_bytes, &reach) && reach <= r.extent;
 }
 
 void check_arg(size_t i, const DecodedArg& a, const char* buffer, size_t size) {

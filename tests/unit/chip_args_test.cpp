@@ -156,5 +156,24 @@ TEST(ChipArgs, FuzzRegressionCopyOfOverlappingRanges) {
   EXPECT_EQ(memory, expected);
 }
 
+// Found by fuzz/arg_blob_fuzz.cpp in CI: a 4x4 view whose strides put its last element at index
+// 2^64 - 1. The check added one to that index without looking, the count wrapped to 0, and the
+// view passed as reaching 0 bytes: the kernel then wrote far outside its argument.
+TEST(ChipArgs, FuzzRegressionALastElementIndexThatWrapsIsRefused) {
+  const auto slot = corpus_file("arg_blob/regression-last-element-index-wraps");
+  DecodedTask task;
+  decode_task(slot.data(), slot.size(), task);
+  ASSERT_GE(task.args.size(), 2u);
+  ASSERT_EQ(task.args[1].record.ndim, 2u);
+  PlainTeam team;
+  ChipDomains domains;
+  try {
+    ChipArgs<PlainTeam> args(team, kSpaces, task, domains, 0);
+    ADD_FAILURE() << "a view whose last element index wraps around was accepted";
+  } catch (const TransportError& e) {
+    EXPECT_THAT(e.what(), HasSubstr("argument 1's shape and strides do not match"));
+  }
+}
+
 }  // namespace
 }  // namespace rankflow::runtime
