@@ -126,6 +126,9 @@ int stuck_kernel(rankflow::Worker& worker, rankflow::KernelHandle stuck) {
 // Member 0 waits for a signal that member 1, which returns at once, never sends.
 void stall_exchange(rankflow::TaskContext& t) {
   rankflow::DomainContext& d = t.domain(0);
+  // Half the run's limit: the exchange's own timeout must come before the host's run timeout,
+  // which would otherwise race it (both are RANKFLOW_TIMEOUT_S after the last task finished).
+  d.team().set_timeout(std::chrono::milliseconds(static_cast<int>(500 * limit_s())));
   if (d.rank() == 0) d.team().wait_signal(0, 1, 1);
 }
 
