@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_corpus.h"
 #include "rankflow/error.h"
 #include "runtime/builtin_kernels.h"
 #include "runtime/chip_args.h"
@@ -49,14 +50,7 @@ struct PlainTeam {
   void flush() {}
 };
 
-std::vector<std::byte> corpus_file(const std::string& name) {
-  std::ifstream file(std::string(RANKFLOW_FUZZ_CORPUS) + "/" + name, std::ios::binary);
-  EXPECT_TRUE(file) << name;
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(bytes.size());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
+using rankflow::test::corpus_file;
 
 DecodedTask decoded(std::vector<TaskArg> args, uint32_t kernel = 3) {
   TaskState task;

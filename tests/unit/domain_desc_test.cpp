@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_corpus.h"
 #include "rankflow/error.h"
 #include "runtime/builtin_kernels.h"
 #include "runtime/domains.h"
@@ -22,14 +23,7 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::vector<std::byte> corpus_file(const std::string& name) {
-  std::ifstream file(std::string(RANKFLOW_FUZZ_CORPUS) + "/" + name, std::ios::binary);
-  EXPECT_TRUE(file) << name;
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(bytes.size());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
+using rankflow::test::corpus_file;
 
 std::vector<std::byte> payload_of(std::vector<int> workers, std::vector<BufferSpec> buffers,
                                   int chips = 4) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz_corpus.h"
 #include "rankflow/error.h"
 #include "runtime/task_codec.h"
 #include "runtime/tensor_access.h"
@@ -131,14 +132,7 @@ TEST(TaskCodec, MalformedDescriptorsAreTransportErrors) {
   expect_refused(six_dims, bytes, "an access outside rankflow::Access");
 }
 
-std::vector<std::byte> corpus_file(const std::string& name) {
-  std::ifstream file(std::string(RANKFLOW_FUZZ_CORPUS) + "/" + name, std::ios::binary);
-  EXPECT_TRUE(file) << name;
-  const std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> out(bytes.size());
-  std::memcpy(out.data(), bytes.data(), bytes.size());
-  return out;
-}
+using rankflow::test::corpus_file;
 
 // Found by fuzz/task_descriptor_fuzz.cpp: a domain argument whose id does not fit the 32 bits
 // of a domain's id was cut to its low bits, naming another domain of the run.
