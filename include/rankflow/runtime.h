@@ -142,9 +142,12 @@ class TaskHandle {
   bool done() const;
   // The earlier tasks of the run this one waits for (inferred and explicit), sorted.
   std::vector<uint64_t> depends_on() const;
-  // Waits for completion; Timeout if it does not finish in time (the task is not cancelled).
-  // Throws the task's error if it failed.
-  void wait(std::chrono::nanoseconds timeout = std::chrono::seconds(120)) const;
+  // Waits for completion and throws the task's error if it failed. wait(): Timeout once no
+  // task of the run has finished for the worker's timeout (RANKFLOW_TIMEOUT_S), so a long
+  // chain is waited for as long as it moves. wait(timeout): Timeout if this task has not
+  // finished within `timeout`. Neither cancels the task.
+  void wait() const;
+  void wait(std::chrono::nanoseconds timeout) const;
 
  private:
   friend class detail::OrchestratorBackend;

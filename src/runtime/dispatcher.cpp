@@ -2,6 +2,8 @@
 // is the scheduler thread.
 #include "runtime/dispatcher.h"
 
+#include <algorithm>
+
 #include "rankflow/error.h"
 #include "transport/progress.h"
 
@@ -186,6 +188,13 @@ void Dispatcher::beat_if_due() {
     link.beat();
 }
 
+void Dispatcher::idle_round() {
+  RoundRole role(driver_);
+  if (!role.held()) return;
+  beat_if_due();
+  team_.progress();
+}
+
 void Dispatcher::kick() {
   {
     RoundRole role(driver_);
@@ -222,6 +231,23 @@ bool Dispatcher::wait_until(const std::function<bool()>& done, Clock::time_point
   return true;
 }
 
+void Dispatcher::wait_while_progressing(const std::function<bool()>& done,
+                                        const std::function<std::string()>& what) {
+  // Looks at the run's progress four times per timeout: a stall is reported within 1.25x.
+  const auto look_every = std::max<std::chrono::nanoseconds>(timeout_ / 4, kWatchEvery);
+  uint64_t seen = graph_.finished();
+  auto last_progress = Clock::now();
+  while (!wait_until(done, Clock::now() + look_every)) {
+    const auto now = Clock::now();
+    if (graph_.finished() != seen) {
+      seen = graph_.finished();
+      last_progress = now;
+    } else if (now - last_progress >= timeout_) {
+      throw Timeout(describe_stall(what(), timeout_));
+    }
+  }
+}
+
 void Dispatcher::finish_run() {
   DriverRole role(*this);
   uint64_t seen = graph_.finished();
@@ -239,7 +265,7 @@ void Dispatcher::finish_run() {
         seen = graph_.finished();
         last_progress = now;
       } else if (now - last_progress > timeout_) {
-        throw Timeout(describe_stall(timeout_));
+        throw Timeout(describe_stall("run", timeout_));
       }
     }
     backoff.pause([&](std::chrono::microseconds d) { sleep_for_wakeup(d, seen_wakeups); });
@@ -250,7 +276,8 @@ void Dispatcher::finish_run() {
   team_.flush();
 }
 
-std::string Dispatcher::describe_stall(std::chrono::nanoseconds limit) const {
+std::string Dispatcher::describe_stall(const std::string& operation,
+                                       std::chrono::nanoseconds limit) const {
   std::string stuck;
   for (const ChipLink& link : links_) {
     const TaskState* t = link.oldest_in_flight();
@@ -260,8 +287,8 @@ std::string Dispatcher::describe_stall(std::chrono::nanoseconds limit) const {
             std::to_string(link.chip() + 1) + ")";
     break;
   }
-  return "run: rank 0 (host) saw no task finish for " + transport::format_seconds(limit) + "; " +
-         std::to_string(graph_.outstanding()) + " tasks outstanding" + stuck;
+  return operation + ": rank 0 (host) saw no task finish for " + transport::format_seconds(limit) +
+         "; " + std::to_string(graph_.outstanding()) + " tasks outstanding" + stuck;
 }
 
 // Whether the body has stopped driving while work is outstanding.
@@ -300,9 +327,7 @@ void Dispatcher::loop() {
     const bool queued = wakeups_.load() != seen_wakeups;
     seen_wakeups = wakeups_.load();
     if (!should_take_over(seen_drives) && !queued) {
-      // A long body, or the host's own work between runs: keep the chips' deadlines fresh.
-      RoundRole role(driver_);
-      if (role.held()) beat_if_due();
+      idle_round();
       continue;
     }
     RoundRole role(driver_);

@@ -9,9 +9,10 @@
 //     each way;
 //   - the scheduler thread, when the body is busy elsewhere: while work is outstanding it looks
 //     every kWatchEvery and drives only if the body has not driven since its last look; with
-//     nothing outstanding it sleeps, waking every kHeartbeatEvery to beat: the chips hear the
-//     host as long as the worker is open, in a long body and between runs. It wakes at once
-//     for work a sub-worker made ready, and when a kick leaves work behind while it sleeps.
+//     nothing outstanding it sleeps, waking every kHeartbeatEvery to beat and progress UCX:
+//     the chips hear the host as long as the worker is open, in a long body and between runs,
+//     and a chip's flush never waits on a host that is busy elsewhere (the progress rule). It wakes
+//     at once for work a sub-worker made ready, and when a kick leaves work behind while it sleeps.
 //
 // The driver role is a DriverLock; a thread that needs it for long (finish_run) raises
 // want_drive_ and wakes the scheduler thread, which gives the role up after its round.
@@ -56,6 +57,11 @@ class Dispatcher {
   // Any thread (a sub task may wait on a handle while the body drives).
   bool wait_until(const std::function<bool()>& done,
                   std::chrono::steady_clock::time_point deadline);
+  // Waits until `done()` as wait_until does, for as long as the run makes progress: Timeout
+  // (naming the oldest task in flight) once no task of the run finished for the timeout.
+  // `what` names the wait in that Timeout.
+  void wait_while_progressing(const std::function<bool()>& done,
+                              const std::function<std::string()>& what);
   // Body thread: drives until every task of the run finished, then ends the run on every chip.
   // Timeout when no task finishes for the timeout (naming the oldest task in flight).
   void finish_run();
@@ -76,6 +82,10 @@ class Dispatcher {
   // Posts what is ready and fits; `left`: ready work remains that did not. True if it posted.
   bool post_ready(bool& left);
   void beat_if_due();
+  // The scheduler thread's round while nobody needs driving (a long body, or the host's own
+  // work between runs): heartbeats, and UCX progress, so that over TCP a chip's flush (its
+  // end-of-run acknowledgement) completes while the host does something else.
+  void idle_round();
   void loop();  // the scheduler thread
   bool should_take_over(uint64_t& seen_drives);
   void sleep_for_wakeup(std::chrono::nanoseconds d, uint64_t& seen);
@@ -84,7 +94,7 @@ class Dispatcher {
   // shares the host's core (it cannot run while the host spins).
   transport::Backoff fresh_backoff() const;
   friend class DriverRole;
-  std::string describe_stall(std::chrono::nanoseconds limit) const;
+  std::string describe_stall(const std::string& operation, std::chrono::nanoseconds limit) const;
 
   Team& team_;
   TaskGraph& graph_;

@@ -75,6 +75,21 @@ bool TaskHandle::done() const {
 }
 
 // Drives the run on the calling thread while it waits (see dispatcher.h).
+void TaskHandle::wait() const {
+  if (!state_) throw InvalidState("TaskHandle::wait on an empty handle");
+  if (!done()) {
+    const auto driver = state_->driver.lock();
+    if (!driver) throw InvalidState("TaskHandle::wait: the worker that ran the task is closed");
+    driver->wait_while_progressing([&] { return done(); },
+                                   [&] {
+                                     return "TaskHandle::wait for task " +
+                                            std::to_string(state_->id) + " ('" +
+                                            std::string(state_->name) + "')";
+                                   });
+  }
+  if (state_->status != runtime::TaskStatus::kSucceeded) throw RemoteFailure(state_->error);
+}
+
 void TaskHandle::wait(std::chrono::nanoseconds timeout) const {
   if (!state_) throw InvalidState("TaskHandle::wait on an empty handle");
   if (!done()) {

@@ -247,9 +247,13 @@ void Window::flush() {
   while (!try_flush()) {
     // Blocking form: every started endpoint flush is awaited in turn, with the timeout.
     while (!flushing_.empty()) {
-      void* request = flushing_.back();
+      const PendingFlush pending = flushing_.back();
       flushing_.pop_back();
-      context_->ucx_wait(static_cast<ucs_status_ptr_t>(request), "flush of window '" + name_ + "'");
+      // Over a transport without mapping the peer must progress UCX for the flush to end.
+      context_->ucx_wait(static_cast<ucs_status_ptr_t>(pending.request),
+                         "flush: " + where(pending.peer) +
+                             " (the peer acknowledges a flush only "
+                             "while it progresses UCX)");
     }
   }
 }
@@ -267,12 +271,12 @@ void Window::flush(int peer) {
 bool Window::try_flush() {
   if (closed_) return true;
   if (flushing_.empty()) {
-    for (Peer& peer : peers_) {
-      if (!std::exchange(peer.dirty, false)) continue;
+    for (int p = 0; p < size(); ++p) {
+      if (!std::exchange(peers_[p].dirty, false)) continue;
       ucp_request_param_t param{};
-      ucs_status_ptr_t request = ucp_ep_flush_nbx(peer.ep, &param);
-      if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "flush of '" + name_ + "'");
-      if (request != nullptr) flushing_.push_back(request);
+      ucs_status_ptr_t request = ucp_ep_flush_nbx(peers_[p].ep, &param);
+      if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "flush: " + where(p));
+      if (request != nullptr) flushing_.push_back({request, p});
     }
     if (flushing_.empty()) {
       std::atomic_thread_fence(std::memory_order_seq_cst);
@@ -281,12 +285,13 @@ bool Window::try_flush() {
   }
   context_->progress();
   while (!flushing_.empty()) {
-    auto* request = static_cast<ucs_status_ptr_t>(flushing_.back());
+    const PendingFlush pending = flushing_.back();
+    auto* request = static_cast<ucs_status_ptr_t>(pending.request);
     const ucs_status_t status = ucp_request_check_status(request);
     if (status == UCS_INPROGRESS) return false;
     ucp_request_free(request);
     flushing_.pop_back();
-    check_ucs(status, "flush of window '" + name_ + "'");
+    check_ucs(status, "flush: " + where(pending.peer));
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
   return true;

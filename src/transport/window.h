@@ -121,7 +121,11 @@ class Window {
   std::vector<Peer> peers_;
   bool all_mapped_ = false;
   bool mapped_everywhere_ = false;
-  std::vector<void*> flushing_;  // the endpoint flushes try_flush() started
+  struct PendingFlush {
+    void* request;
+    int peer;
+  };
+  std::vector<PendingFlush> flushing_;  // the endpoint flushes try_flush() started
   bool closed_ = false;
 };
 

@@ -2,8 +2,9 @@
 // RANKFLOW_TIMEOUT_S=2 (T below). Every case ends with a clear Error on the host or a clean end of
 // the job, within a few timeouts, naming the rank and what it was doing; none may hang.
 //
-//   slow-kernel    a kernel runs past the timeout: run() throws Timeout naming the task and its
-//                  chip; the next run() drains the late task and works.
+//   slow-kernel    a kernel runs past the timeout: run(), and a handle's wait() in another run,
+//                  throw Timeout naming the task and its chip; the next run() drains the late
+//                  task and works.
 //   stuck-kernel   a kernel never returns: run() throws Timeout, the next run() throws Timeout
 //                  again ("still running"), and close() ends the job with the reason.
 //   domain-stall   a domain member stops taking part in a put/signal/wait exchange: its peer's
@@ -24,6 +25,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -90,19 +92,46 @@ std::string expect_error(rankflow::Worker& worker,
   return worker.is_host() ? "the run returned normally" : "";
 }
 
+// A slow task times out both the run and a handle's plain wait() after about T: each gives up
+// once no task finished for T (wait() used to wait 120 s whatever RANKFLOW_TIMEOUT_S said).
 int slow_kernel(rankflow::Worker& worker, rankflow::KernelHandle slow,
                 rankflow::KernelHandle fill) {
-  const auto start = Clock::now();
-  const std::string error = expect_error<rankflow::Timeout>(
-      worker, [&](rankflow::Orchestrator& orch) { orch.submit(slow, {}, 0); },
-      {"rank 0 (host) saw no task finish for", "task 1 ('slow') on chip worker 0 (rank 1)"});
-  if (!error.empty()) return fail(error);
-  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
-  if (worker.is_host() && (waited < 0.9 * limit_s() || waited > 1.5 * limit_s())) {
-    return fail("the run gave up after " + std::to_string(waited) + " s, not after about " +
-                std::to_string(limit_s()) + " s");
+  Clock::time_point gave_up{};  // when the wait threw (the run still ends the late task)
+  struct Case {
+    const char* name;
+    std::function<void(rankflow::Orchestrator&)> body;
+    const char* names_the_wait;
+  };
+  const Case cases[] = {
+      {"the run", [&](rankflow::Orchestrator& orch) { orch.submit(slow, {}, 0); }, "run: "},
+      {"a handle's wait()",
+       [&](rankflow::Orchestrator& orch) {
+         rankflow::TaskHandle task = orch.submit(slow, {}, 0);
+         try {
+           task.wait();
+         } catch (const rankflow::Timeout&) {
+           gave_up = Clock::now();
+           throw;
+         }
+       },
+       "TaskHandle::wait for task "},
+  };
+  for (const Case& c : cases) {
+    const auto start = Clock::now();
+    gave_up = {};
+    const std::string error =
+        expect_error<rankflow::Timeout>(worker, c.body,
+                                        {c.names_the_wait, "rank 0 (host) saw no task finish for",
+                                         "('slow') on chip worker 0 (rank 1)"});
+    if (!error.empty()) return fail(std::string(c.name) + ": " + error);
+    if (gave_up == Clock::time_point{}) gave_up = Clock::now();
+    const double waited = std::chrono::duration<double>(gave_up - start).count();
+    if (worker.is_host() && (waited < 0.9 * limit_s() || waited > 1.5 * limit_s())) {
+      return fail(std::string(c.name) + " gave up after " + std::to_string(waited) +
+                  " s, not after about " + std::to_string(limit_s()) + " s");
+    }
+    if (!healthy_run(worker, fill)) return fail("the run after the timeout computed wrong");
   }
-  if (!healthy_run(worker, fill)) return fail("the run after the timeout computed wrong");
   if (worker.is_host()) std::printf("chaos slow-kernel: passed\n");
   return 0;
 }

@@ -2,6 +2,8 @@
 // non-zero if any rank failed.
 #include "mpi_test_main.h"
 
+#include "failure_printer.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -10,25 +12,6 @@
 namespace rankflow::test {
 namespace {
 std::shared_ptr<transport::Context> g_context;
-
-// On ranks other than 0: print only failures, each tagged with the rank.
-class FailurePrinter : public ::testing::EmptyTestEventListener {
- public:
-  explicit FailurePrinter(int rank) : rank_(rank) {}
-  void OnTestStart(const ::testing::TestInfo& test) override {
-    test_ = std::string(test.test_suite_name()) + "." + test.name();
-  }
-  void OnTestPartResult(const ::testing::TestPartResult& result) override {
-    if (!result.failed()) return;
-    std::fprintf(stderr, "[rank %d] %s failed at %s:%d\n%s\n", rank_, test_.c_str(),
-                 result.file_name() ? result.file_name() : "?", result.line_number(),
-                 result.message());
-  }
-
- private:
-  int rank_;
-  std::string test_;
-};
 }  // namespace
 
 transport::Context& context() {
@@ -63,12 +46,7 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   auto context = rankflow::transport::Context::acquire(&argc, &argv);
   rankflow::test::g_context = context;
-  if (context->world_rank() != 0) {
-    // Other ranks report failures only, so the log reads like one test run.
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-    listeners.Append(new rankflow::test::FailurePrinter(context->world_rank()));
-  }
+  rankflow::test::print_only_failures_on(context->world_rank());
   int failed = RUN_ALL_TESTS() != 0 ? 1 : 0;
   int any_failed = 0;
   MPI_Request request;
