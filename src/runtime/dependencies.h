@@ -48,7 +48,8 @@ class DependencyTracker {
   // indexed per dimension).
   class BufferRecords {
    public:
-    explicit BufferRecords(std::pmr::memory_resource* pool) : contiguous_(pool), lengths_(pool) {}
+    explicit BufferRecords(std::pmr::memory_resource* pool)
+        : contiguous_(pool), lengths_(pool), strided_(pool) {}
     // Calls `contiguous(task, writes)` for every contiguous record whose bytes meet `use`'s
     // bounding range, and `strided(record)` for a superset of the strided records that may
     // overlap it (overlaps() decides).

@@ -49,13 +49,21 @@ StridedIndex::Group* StridedIndex::group_of(const ByteUse& use, size_t phase) {
   return const_cast<Group*>(std::as_const(*this).group_of(use, phase));
 }
 
+StridedIndex::Group::Group(const Layout& l, size_t p, std::pmr::memory_resource* pool)
+    : layout(l), phase(p) {
+  dims.reserve(l.ndim);
+  for (uint32_t d = 0; d < l.ndim; ++d)
+    dims.emplace_back(pool);
+}
+
 // The dimension in which `use`'s candidate window covers the least of the group's span.
 size_t StridedIndex::narrowest(const Group& g, const ByteUse& use) {
   size_t best = 0;
   double best_share = 2;
   for (uint32_t d = 0; d < g.layout.ndim; ++d) {
-    const double window = static_cast<double>(use.layout.shape[d] + *g.lengths[d].rbegin());
-    const double share = window / static_cast<double>(std::max<size_t>(g.span[d], 1));
+    const Dimension& dim = g.dims[d];
+    const double window = static_cast<double>(use.layout.shape[d] + dim.longest());
+    const double share = window / static_cast<double>(std::max<size_t>(dim.span, 1));
     if (share < best_share) {
       best_share = share;
       best = d;
@@ -68,9 +76,10 @@ void StridedIndex::insert(Group& g, Entry entry) {
   const size_t slot = g.entries.size();
   const ByteUse& use = entry.record.use;
   for (uint32_t d = 0; d < g.layout.ndim; ++d) {
-    entry.in_index[d] = g.by_first[d].emplace(entry.first[d], slot);
-    g.lengths[d].insert(use.layout.shape[d]);
-    g.span[d] = std::max(g.span[d], entry.first[d] + use.layout.shape[d]);
+    Dimension& dim = g.dims[d];
+    entry.in_index[d] = dim.by_first.emplace(entry.first[d], slot);
+    ++dim.lengths[use.layout.shape[d]];
+    dim.span = std::max(dim.span, entry.first[d] + use.layout.shape[d]);
   }
   g.lo = std::min(g.lo, use.begin);
   g.hi = std::max(g.hi, use.end);
@@ -87,26 +96,16 @@ void StridedIndex::add(uint64_t task, const ByteUse& use) {
     return;
   }
   Group* g = group_of(use, phase);
-  if (g == nullptr) {
-    groups_.push_back(Group{});
-    g = &groups_.back();
-    g->layout = use.layout;
-    g->phase = phase;
-  }
+  if (g == nullptr) g = &groups_.emplace_back(use.layout, phase, pool_);
   insert(*g, entry);
 }
 
 // Drops dead entries (their slots shift, so the indices are rebuilt).
 void StridedIndex::rebuild(Group& g) {
-  std::vector<Entry> live;
+  Group fresh(g.layout, g.phase, pool_);
   for (Entry& e : g.entries) {
-    if (e.live) live.push_back(e);
+    if (e.live) insert(fresh, e);
   }
-  Group fresh;
-  fresh.layout = g.layout;
-  fresh.phase = g.phase;
-  for (Entry& e : live)
-    insert(fresh, e);
   g = std::move(fresh);
 }
 
@@ -116,20 +115,18 @@ void StridedIndex::erase_covered_by(const ByteUse& write) {
     for (Entry& e : g.entries) {
       if (!e.live || !covers(write, e.record.use)) continue;
       for (uint32_t d = 0; d < g.layout.ndim; ++d) {
-        g.by_first[d].erase(e.in_index[d]);
-        g.lengths[d].erase(g.lengths[d].find(e.record.use.layout.shape[d]));
+        Dimension& dim = g.dims[d];
+        dim.by_first.erase(e.in_index[d]);
+        const auto length = dim.lengths.find(e.record.use.layout.shape[d]);
+        if (--length->second == 0) dim.lengths.erase(length);
       }
       e.live = false;
       --g.live;
     }
     if (g.entries.size() > 2 * g.live + 64) rebuild(g);
   }
-  groups_.erase(
-      std::remove_if(groups_.begin(), groups_.end(), [](const Group& g) { return g.live == 0; }),
-      groups_.end());
-  loose_.erase(std::remove_if(loose_.begin(), loose_.end(),
-                              [&](const UseRecord& r) { return covers(write, r.use); }),
-               loose_.end());
+  std::erase_if(groups_, [](const Group& g) { return g.live == 0; });
+  std::erase_if(loose_, [&](const UseRecord& r) { return covers(write, r.use); });
 }
 
 }  // namespace rankflow::runtime

@@ -9,8 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <map>
-#include <set>
+#include <memory_resource>
 #include <vector>
 
 #include "runtime/protocol.h"
@@ -48,6 +49,9 @@ bool covers(const ByteUse& write, const ByteUse& earlier);
 
 class StridedIndex {
  public:
+  // The index trees' nodes come from `pool` (the tracker's): a run of n strided uses frees no
+  // node one by one into malloc, and the next run reuses them.
+  explicit StridedIndex(std::pmr::memory_resource* pool) : pool_(pool) {}
   // Calls visit(record) for a superset of the records that may overlap `use`.
   template <typename Visit>
   void for_each_candidate(const ByteUse& use, Visit&& visit) const;
@@ -57,30 +61,40 @@ class StridedIndex {
   bool empty() const { return groups_.empty() && loose_.empty(); }
 
  private:
+  using FirstIndex = std::pmr::multimap<size_t, size_t>;  // first index -> entry
   struct Entry {
     UseRecord record;
     size_t first[kMaxDims];
-    std::multimap<size_t, size_t>::iterator in_index[kMaxDims];
+    FirstIndex::iterator in_index[kMaxDims];
     bool live;
   };
+  // One dimension of a group: its entries by first index, how many have each extent, and the
+  // largest first + extent seen.
+  struct Dimension {
+    explicit Dimension(std::pmr::memory_resource* pool) : by_first(pool), lengths(pool) {}
+    FirstIndex by_first;
+    std::pmr::map<size_t, size_t> lengths;  // extent -> how many entries
+    size_t span = 0;
+    size_t longest() const { return lengths.rbegin()->first; }
+  };
   struct Group {
+    Group(const Layout& layout, size_t phase, std::pmr::memory_resource* pool);
     Layout layout;  // strides and element size (shapes differ per entry)
     size_t phase;
     size_t lo = SIZE_MAX;  // bounding bytes of every entry
     size_t hi = 0;
-    std::vector<Entry> entries;
-    std::multimap<size_t, size_t> by_first[kMaxDims];  // first index -> entry
-    std::multiset<size_t> lengths[kMaxDims];
-    size_t span[kMaxDims] = {};  // the largest first + shape seen
+    std::deque<Entry> entries;  // a deque: growing it moves no entry
+    std::vector<Dimension> dims;
     size_t live = 0;
   };
   Group* group_of(const ByteUse& use, size_t phase);
   const Group* group_of(const ByteUse& use, size_t phase) const;
   static size_t narrowest(const Group& g, const ByteUse& use);
-  void insert(Group& g, Entry entry);
+  static void insert(Group& g, Entry entry);
   void rebuild(Group& g);
 
-  std::vector<Group> groups_;
+  std::pmr::memory_resource* pool_;
+  std::deque<Group> groups_;
   std::vector<UseRecord> loose_;  // strided records without a box
 };
 
@@ -99,10 +113,11 @@ void StridedIndex::for_each_candidate(const ByteUse& use, Visit&& visit) const {
       continue;
     }
     const size_t d = narrowest(g, use);
-    const size_t longest = *g.lengths[d].rbegin();
+    const Dimension& dim = g.dims[d];
+    const size_t longest = dim.longest();
     const size_t from = first[d] >= longest ? first[d] - longest + 1 : 0;
     const size_t to = first[d] + use.layout.shape[d];
-    for (auto it = g.by_first[d].lower_bound(from); it != g.by_first[d].end() && it->first < to;
+    for (auto it = dim.by_first.lower_bound(from); it != dim.by_first.end() && it->first < to;
          ++it) {
       visit(g.entries[it->second].record);
     }
