@@ -3,6 +3,8 @@
 
 #include <cstring>
 
+#include "rankflow/error.h"
+
 namespace rankflow::runtime {
 
 ChipLink::ChipLink(Team& team, int chip, bool shares_core)
@@ -20,9 +22,29 @@ ChipLink::ChipLink(Team& team, int chip, bool shares_core)
 void ChipLink::post(std::shared_ptr<TaskState> task, size_t member) {
   const uint64_t slot = posted_++ % kRingSlots;
   idle_.store(false, std::memory_order_relaxed);
-  const size_t bytes = encode_task(*task, member, outbox(slot));
+  const size_t bytes = encode_task(*task, member, outbox(slot), ring_deps(*task, posted_));
   in_flight_[slot] = std::move(task);
   put_slot(slot, bytes);
+}
+
+// The streamed predecessors still unfinished, as DescHeader::ring_deps of the descriptor that
+// takes ring place `sequence`; records that place. They were posted here before (the chip's
+// FIFO), and are still in flight, so each lies fewer than kRingSlots places back.
+uint32_t ChipLink::ring_deps(TaskState& task, uint64_t sequence) {
+  uint32_t deps = 0;
+  for (const auto& before : task.stream.before) {
+    if (terminal(before->status.load(std::memory_order_relaxed))) continue;  // it succeeded
+    const uint64_t back = sequence - before->stream.sequence;
+    if (before->stream.sequence == 0 || back == 0 || back >= kRingSlots) {
+      throw InvalidState("chip link " + std::to_string(chip_) + ": task " +
+                         std::to_string(task.id) + " follows task " + std::to_string(before->id) +
+                         ", which is not in flight on this chip");
+    }
+    deps |= 1u << (back - 1);
+  }
+  task.stream.before.clear();
+  task.stream.sequence = sequence;
+  return deps;
 }
 
 void ChipLink::put_slot(uint64_t slot, size_t bytes) {

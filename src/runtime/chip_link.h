@@ -50,6 +50,7 @@ class ChipLink {
  private:
   std::byte* outbox(uint64_t slot) { return outbox_.data() + slot * kDescStride; }
   void put_slot(uint64_t slot, size_t bytes);
+  uint32_t ring_deps(TaskState& task, uint64_t sequence);
   Completion read_completion(uint64_t slot) const;
 
   Team& team_;

@@ -116,6 +116,21 @@ void ChipService::run_task(const DecodedTask& task, Completion& record) {
   crash_report_task(0, nullptr);
 }
 
+// Whether every descriptor that `ring_deps` names (bit k: k + 1 places before `sequence`)
+// succeeded. Each ran before this one (the ring runs in order), and fewer than kRingSlots places
+// back, so its outcome is still in its slot.
+bool ChipService::streamed_predecessors_ok(uint64_t sequence, uint32_t ring_deps) const {
+  for (uint32_t back = 1; ring_deps != 0; ++back, ring_deps >>= 1) {
+    if ((ring_deps & 1) == 0) continue;
+    if (back >= sequence) {
+      throw TransportError("malformed task descriptor: it follows descriptor " +
+                           std::to_string(back) + " places back, before this chip's first");
+    }
+    if (succeeded_[(sequence - back - 1) % kRingSlots] == 0) return false;
+  }
+  return true;
+}
+
 void ChipService::serve_run() {
   Team& t = team_;
   const size_t ring = t.offset("ring");
@@ -136,13 +151,20 @@ void ChipService::serve_run() {
       decode_task(t.local_ptr(ring + slot * kDescStride), kDescStride, decoded_);
       record.task_id = decoded_.header.task_id;
       end_of_run = decoded_.header.kind == DescKind::kEndRun;
-      if (!end_of_run) run_task(decoded_, record);
+      if (!end_of_run && streamed_predecessors_ok(sequence, decoded_.header.ring_deps)) {
+        run_task(decoded_, record);
+      } else if (!end_of_run) {
+        record.ok = 0;  // the host skips it too, when it reads the predecessor's failure
+        fill_message(record, "skipped: a task it follows on chip worker " + std::to_string(chip_) +
+                                 " did not succeed");
+      }
     } catch (const std::exception& e) {  // a malformed descriptor
       record.ok = 0;
       fill_message(record, "rank " + std::to_string(rank_) + ", chip worker " +
                                std::to_string(chip_) + ": " + e.what());
     }
     record.end_ns = now_ns();
+    succeeded_[slot] = record.ok;
     t.put(0, completions + (chip_ * kRingSlots + slot) * kCompletionStride, &record,
           used_bytes(record));
     if (!record.ok) failed_.advance();  // before done: the host then reads the record

@@ -5,6 +5,7 @@
 // into the host's window. The chip's main thread, for the length of each run.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -38,6 +39,7 @@ class ChipService {
   // Runs one task; fills `record` with its outcome.
   void run_task(const DecodedTask& task, Completion& record);
   void run_kernel(const DecodedTask& task);
+  bool streamed_predecessors_ok(uint64_t sequence, uint32_t ring_deps) const;
 
   Team& team_;
   const KernelTable& kernels_;
@@ -52,6 +54,7 @@ class ChipService {
   CounterWriter done_;     // this chip's completions, in the host's window
   CounterWriter failed_;   // ... and how many of them failed
   DecodedTask decoded_;    // reused for every descriptor
+  std::array<uint8_t, kRingSlots> succeeded_{};  // per ring slot: its last task succeeded
 };
 
 }  // namespace rankflow::runtime

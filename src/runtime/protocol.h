@@ -58,7 +58,10 @@ struct DescHeader {
   uint32_t payload_bytes;
   uint64_t scratch_bytes;
   uint32_t total_bytes;
-  uint32_t reserved;
+  // Bit k: this task follows the descriptor k + 1 places earlier in this chip's ring, and runs
+  // only if that one succeeded (the host posts a dependent task before its predecessor on the
+  // same chip finishes; the chip runs its ring in order). Bits from kRingSlots - 1 up are 0.
+  uint32_t ring_deps;
 };
 
 constexpr size_t kMaxPayloadBytes = 4096;

@@ -44,6 +44,13 @@ struct TaskState {
     std::string error;
   } members;
   std::vector<std::shared_ptr<TaskState>> dependents;
+  // Predecessors on this task's own chip that were queued or in flight when it was submitted:
+  // it need not wait for them (the chip runs its ring in order and skips it if one of them
+  // fails). `sequence`: this task's place in the chip's ring once posted (the driver's).
+  struct Stream {
+    std::vector<std::shared_ptr<TaskState>> before;
+    uint64_t sequence = 0;
+  } stream;
   std::atomic<runtime::TaskStatus> status{runtime::TaskStatus::kWaiting};
   std::string error;  // written before status becomes kFailed or kSkipped
 };

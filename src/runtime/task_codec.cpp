@@ -57,7 +57,7 @@ std::byte* encode_arg(const TaskArg& arg, std::byte* at) {
 
 }  // namespace
 
-size_t encode_task(const TaskState& task, size_t member, std::byte* out) {
+size_t encode_task(const TaskState& task, size_t member, std::byte* out, uint32_t ring_deps) {
   const std::vector<TaskArg>& args = task.member_args[member];
   DescHeader h{};
   h.kind = DescKind::kTask;
@@ -67,6 +67,7 @@ size_t encode_task(const TaskState& task, size_t member, std::byte* out) {
   h.group_size = static_cast<uint32_t>(task.workers.size());
   h.threads = static_cast<uint32_t>(task.config.threads);
   h.scratch_bytes = task.config.scratch_bytes;
+  h.ring_deps = ring_deps;
   std::byte* at = out + sizeof(DescHeader);
   for (const TaskArg& a : args) {
     if (a.kind == ArgKind::kScalar) continue;
@@ -104,6 +105,9 @@ void decode_task(const std::byte* in, size_t available, DecodedTask& task) {
   }
   if (h.total_bytes < sizeof(DescHeader) || h.total_bytes > available) {
     malformed(std::to_string(h.total_bytes) + " bytes in a slot of " + std::to_string(available));
+  }
+  if (h.ring_deps >> (kRingSlots - 1) != 0) {
+    malformed("ring dependencies " + std::to_string(h.ring_deps) + " reach past the ring");
   }
   if (h.tensor_args > kMaxTensorArgs || h.scalar_args > kMaxScalarArgs ||
       h.payload_bytes > kMaxPayloadBytes) {

@@ -28,7 +28,8 @@ struct DecodedTask {
 };
 
 // Encodes member `member` of `task` into `out` (kDescStride bytes); returns the bytes used.
-size_t encode_task(const TaskState& task, size_t member, std::byte* out);
+// `ring_deps`: DescHeader::ring_deps.
+size_t encode_task(const TaskState& task, size_t member, std::byte* out, uint32_t ring_deps = 0);
 // An end-of-run marker; returns the bytes used.
 size_t encode_end_of_run(std::byte* out);
 // Decodes the descriptor in `in` (`available` bytes: the slot's size) into `task`, reusing its

@@ -57,9 +57,25 @@ void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<By
     const auto& predecessor = run_tasks_[d - first_id_];
     if (predecessor == nullptr) continue;  // it succeeded (a failure ends the run's submits)
     predecessor->dependents.push_back(task);
-    ++task->pending;
+    if (streams_behind(*predecessor, *task)) {
+      task->stream.before.push_back(predecessor);
+    } else {
+      ++task->pending;
+    }
   }
   if (task->pending == 0) make_ready(task);
+}
+
+// Whether `task` may follow `predecessor` in its chip's ring without waiting for it: both are
+// single tasks of one chip and the predecessor is already in that chip's FIFO (queued or
+// posted), so whatever makes `task` ready puts it behind. The chip runs its ring in order.
+bool TaskGraph::streams_behind(const TaskState& predecessor, const TaskState& task) {
+  if (task.sub || predecessor.sub || task.workers.size() != 1 || predecessor.workers.size() != 1 ||
+      predecessor.workers[0] != task.workers[0]) {
+    return false;
+  }
+  const TaskStatus s = predecessor.status.load(std::memory_order_relaxed);
+  return s == TaskStatus::kReady || s == TaskStatus::kRunning;
 }
 
 void TaskGraph::make_ready(const std::shared_ptr<TaskState>& task) {
@@ -80,6 +96,8 @@ void TaskGraph::make_ready(const std::shared_ptr<TaskState>& task) {
 void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error) {
   if (task->id < first_id_) return;  // of a run that was given up (never: begin_run drains)
   std::lock_guard lock(mutex_);
+  // Skipped while in flight (a streamed predecessor failed): its chip skipped it too.
+  if (terminal(task->status.load(std::memory_order_relaxed))) return;
   if (task->workers.size() > 1) {  // a group finishes when its last member does
     auto& m = task->members;
     ++m.done;
@@ -110,8 +128,18 @@ void TaskGraph::complete(const std::shared_ptr<TaskState>& task, bool ok,
   }
   task->status = TaskStatus::kSucceeded;
   for (const auto& next : task->dependents) {
-    if (next->status == TaskStatus::kWaiting && --next->pending == 0) make_ready(next);
+    if (next->status == TaskStatus::kWaiting && !follows_in_stream(*next, task) &&
+        --next->pending == 0) {
+      make_ready(next);
+    }
   }
+}
+
+// Whether `task` counted `predecessor` as streamed (not among its pending ones).
+bool TaskGraph::follows_in_stream(const TaskState& task,
+                                  const std::shared_ptr<TaskState>& predecessor) {
+  const auto& before = task.stream.before;
+  return std::find(before.begin(), before.end(), predecessor) != before.end();
 }
 
 // Consumers of a failed task never run.
@@ -142,9 +170,15 @@ bool TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& ou
   for (size_t c = 0; c < chip_ready_.size(); ++c) {
     auto& queue = chip_ready_[c];
     const uint64_t hold = held ? hold_from_[c] : UINT64_MAX;
-    while (!queue.empty() && queue.front()->ready_sequence < hold && room[c] > 0) {
-      queue.front()->status = TaskStatus::kRunning;
-      out.push_back({std::move(queue.front()), 0});
+    while (!queue.empty() && room[c] > 0) {
+      std::shared_ptr<TaskState>& next = queue.front();
+      if (terminal(next->status.load(std::memory_order_relaxed))) {
+        queue.pop_front();  // skipped while queued: a streamed predecessor failed
+        continue;
+      }
+      if (next->ready_sequence >= hold) break;
+      next->status = TaskStatus::kRunning;
+      out.push_back({std::move(next), 0});
       queue.pop_front();
       --room[c];
     }

@@ -1,9 +1,11 @@
 // TaskGraph: the host's graph of one run. It owns each unfinished task's state, its dependents and
 // pending count, the dependency tracker, and the ready order: one FIFO of single tasks per
 // chip, one queue of groups (the head reserves its workers), and sub tasks handed to the
-// sub-worker pool as they become ready. Everything is under one lock, taken by the body's
-// thread (add), by whichever thread drives the chips (take_ready, finish) and by sub-workers
-// (finish).
+// sub-worker pool as they become ready. A chip task whose predecessors on the same chip are
+// already queued or posted there does not wait for them: it follows them in the chip's ring,
+// and the chip skips it if one fails (see TaskState::Stream). Everything is under one lock, taken
+// by the body's thread (add), by whichever thread drives the chips (take_ready, finish) and by
+// sub-workers (finish).
 #pragma once
 
 #include <atomic>
@@ -53,6 +55,9 @@ class TaskGraph {
   std::string first_error();
 
  private:
+  static bool streams_behind(const TaskState& predecessor, const TaskState& task);
+  static bool follows_in_stream(const TaskState& task,
+                                const std::shared_ptr<TaskState>& predecessor);
   void make_ready(const std::shared_ptr<TaskState>& task);
   void complete(const std::shared_ptr<TaskState>& task, bool ok, const std::string& error);
   void skip_dependents(const TaskState& task, const std::string& why);

@@ -37,6 +37,8 @@ void reset(TaskState& t) {
   t.pending = 0;
   t.members = {};
   t.dependents.clear();
+  t.stream.before.clear();
+  t.stream.sequence = 0;
   t.status.store(TaskStatus::kWaiting, std::memory_order_relaxed);
   t.error.clear();
 }

@@ -34,6 +34,7 @@ struct Kernels {
   KernelHandle set_99;       // out[i] = 99
   KernelHandle increment;    // inout[i] += 1
   KernelHandle fail;         // throws
+  KernelHandle fail_slowly;  // throws after 300 ms
   KernelHandle member;       // out[0] = 100 + group_rank, out[1] = group_size, out[2] = no_dep[0]
   KernelHandle configured;   // out = {threads, scratch bytes, scratch works}
   KernelHandle slow_mark;    // out[0] = 1 after 100 ms
@@ -65,6 +66,10 @@ void increment(TaskContext& t) {
 }
 void fail(TaskContext&) {
   throw std::runtime_error("deliberate failure");
+}
+void fail_slowly(TaskContext&) {
+  std::this_thread::sleep_for(300ms);  // its consumers are posted behind it meanwhile
+  throw std::runtime_error("deliberate slow failure");
 }
 void observe(TaskContext&) {}
 void hold(TaskContext&) {
@@ -218,6 +223,43 @@ TEST(RuntimeTest, FailureSkipsConsumersFinishesOthersAndTheNextRunWorks) {
   });
   if (g_worker->is_host()) {
     EXPECT_EQ(after, 99.0f) << "the run after a failure must work";
+  }
+}
+
+// Consumers on the failed task's own chip are posted behind it while it runs (they follow it in
+// the chip's ring rather than wait for it): the chip must skip them, exactly them.
+TEST(RuntimeTest, ConsumersStreamedBehindAFailingTaskOnItsChipNeverRun) {
+  float consumer = -1, consumer_of_consumer = -1, independent = -1;
+  std::string error, consumer_error;
+  try {
+    g_worker->run([&](Orchestrator& orch) {
+      auto x = orch.host_tensor<float>({8});
+      auto y = orch.host_tensor<float>({8});
+      auto z = orch.host_tensor<float>({8});
+      orch.submit(g_k.fail_slowly, {out(x)}, 0);
+      TaskHandle first = orch.submit(g_k.increment, {inout(x)}, 0);  // follows it: skipped
+      TaskHandle between = orch.submit(g_k.set_99, {out(z)}, 0);     // independent: runs
+      orch.submit(g_k.fill_slowly, {in(x), out(y)}, 0);  // follows the consumer: skipped
+      between.wait();
+      independent = z.host<float>()[0];
+      try {
+        first.wait();
+      } catch (const RemoteFailure& e) {
+        consumer_error = e.what();
+      }
+      consumer = x.host<float>()[0];
+      consumer_of_consumer = y.host<float>()[0];
+    });
+  } catch (const RemoteFailure& e) {
+    error = e.what();
+  }
+  if (g_worker->is_host()) {
+    EXPECT_THAT(error, ::testing::HasSubstr("deliberate slow failure"));
+    EXPECT_THAT(consumer_error, ::testing::HasSubstr("skipped: task "));
+    EXPECT_THAT(consumer_error, ::testing::HasSubstr("('fail_slowly') failed"));
+    EXPECT_EQ(independent, 99.0f) << "a task between the failure and its consumers was skipped";
+    EXPECT_EQ(consumer, 0.0f) << "the consumer of the failed task ran";
+    EXPECT_EQ(consumer_of_consumer, 0.0f) << "the consumer's consumer ran";
   }
 }
 
@@ -520,6 +562,7 @@ int main(int argc, char** argv) {
     g_k.set_99 = worker.register_kernel("set_99", set_99);
     g_k.increment = worker.register_kernel("increment", increment);
     g_k.fail = worker.register_kernel("fail", fail);
+    g_k.fail_slowly = worker.register_kernel("fail_slowly", fail_slowly);
     g_k.member = worker.register_kernel("member", member);
     g_k.configured = worker.register_kernel("configured", configured);
     g_k.slow_mark = worker.register_kernel("slow_mark", slow_mark);

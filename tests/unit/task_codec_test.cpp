@@ -85,6 +85,16 @@ TEST(TaskCodec, TheLargestTaskFitsItsSlot) {
   EXPECT_EQ(d.scalars[127], 127u);
 }
 
+TEST(TaskCodec, RingDependenciesTravelInTheHeader) {
+  auto task = task_with({in(tensor(1, 0, {8}))});
+  std::vector<std::byte> slot(kDescStride);
+  const uint32_t deps = 0b101 | 1u << (kRingSlots - 2);  // 1, 3 and 15 places back
+  const size_t bytes = encode_task(*task, 0, slot.data(), deps);
+  DecodedTask d;
+  decode_task(slot.data(), bytes, d);
+  EXPECT_EQ(d.header.ring_deps, deps);
+}
+
 TEST(TaskCodec, MalformedDescriptorsAreTransportErrors) {
   auto task = task_with({in(tensor(1, 0, {8})), scalar(9)});
   std::vector<std::byte> good(kDescStride);
@@ -116,6 +126,8 @@ TEST(TaskCodec, MalformedDescriptorsAreTransportErrors) {
                  "scalars past the end");
   expect_refused(with_header([](DescHeader& h) { h.payload_bytes = 9000; }), bytes,
                  "a payload too large");
+  expect_refused(with_header([](DescHeader& h) { h.ring_deps = 1u << (kRingSlots - 1); }), bytes,
+                 "a ring dependency as far back as the ring is long");
   std::vector<std::byte> six_dims = good;
   ArgRecord r;
   std::memcpy(&r, six_dims.data() + sizeof(DescHeader), sizeof(r));

@@ -106,6 +106,62 @@ TEST(TaskGraphTest, AFailureSkipsEveryDependentAndFailsTheRun) {
   EXPECT_EQ(g.graph.outstanding(), 0u);
 }
 
+// A consumer on its producer's own chip follows it in the ring at once; one on another chip,
+// or behind a producer that is not yet queued, waits for it.
+TEST(TaskGraphTest, AConsumerOnTheProducersChipFollowsItWithoutWaiting) {
+  Graph g;
+  auto a = g.add({0}, {write(1)});
+  auto same_chip = g.add({0}, {read(1), write(2)});
+  auto other_chip = g.add({1}, {read(1), write(3)});
+  auto behind_waiting = g.add({1}, {read(3)});  // other_chip waits, not queued: so must it
+  EXPECT_THAT(same_chip->stream.before, ElementsAre(a));
+  EXPECT_THAT(other_chip->stream.before, IsEmpty());
+  EXPECT_THAT(behind_waiting->stream.before, IsEmpty());
+  EXPECT_THAT(g.take(), ElementsAre(a->id * 10, same_chip->id * 10));
+  g.graph.finish(a, true, "");
+  EXPECT_THAT(g.take(), ElementsAre(other_chip->id * 10));
+  EXPECT_EQ(behind_waiting->status.load(), TaskStatus::kWaiting);
+  g.graph.finish(other_chip, true, "");
+  EXPECT_THAT(g.take(), ElementsAre(behind_waiting->id * 10));
+  g.graph.finish(same_chip, true, "");
+  g.graph.finish(behind_waiting, true, "");
+  EXPECT_EQ(g.graph.outstanding(), 0u);
+}
+
+// A streamed consumer of a failed task is skipped wherever it is: still queued (never posted),
+// or in flight (its chip's completion, which reports the skip, is then ignored).
+TEST(TaskGraphTest, StreamedConsumersOfAFailedTaskAreSkippedQueuedOrInFlight) {
+  Graph g;
+  auto a = g.add({0}, {write(1)});
+  auto posted = g.add({0}, {read(1), write(2)});
+  EXPECT_THAT(g.take({2, kRingSlots}), ElementsAre(a->id * 10, posted->id * 10));
+  auto queued = g.add({0}, {read(2)});
+  auto independent = g.add({0}, {write(3)});
+  g.graph.finish(a, false, "boom");
+  EXPECT_EQ(posted->status.load(), TaskStatus::kSkipped);
+  EXPECT_EQ(queued->status.load(), TaskStatus::kSkipped);
+  EXPECT_THAT(g.take(), ElementsAre(independent->id * 10));  // the skipped one is dropped
+  g.graph.finish(posted, false, "skipped on the chip");      // ignored: already skipped
+  EXPECT_THAT(posted->error, ::testing::HasSubstr("failed"));
+  g.graph.finish(independent, true, "");
+  EXPECT_EQ(g.graph.outstanding(), 0u);
+}
+
+// A task with a streamed predecessor and one it waits for is made ready by the latter only.
+TEST(TaskGraphTest, AStreamedPredecessorDoesNotCountAmongThePendingOnes) {
+  Graph g;
+  auto other = g.add({1}, {write(1)});
+  auto same = g.add({0}, {write(2)});
+  auto both = g.add({0}, {read(1), read(2)});
+  EXPECT_THAT(both->stream.before, ElementsAre(same));
+  EXPECT_EQ(both->pending, 1);
+  g.take();
+  g.graph.finish(same, true, "");
+  EXPECT_EQ(both->status.load(), TaskStatus::kWaiting);
+  g.graph.finish(other, true, "");
+  EXPECT_THAT(g.take(), ElementsAre(both->id * 10));
+}
+
 TEST(TaskGraphTest, AfterMustNameAnEarlierTaskOfThisRun) {
   Graph g;
   auto a = g.add({0}, {});
