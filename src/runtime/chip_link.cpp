@@ -20,9 +20,10 @@ ChipLink::ChipLink(Team& team, int chip, bool shares_core)
       outbox_(kRingSlots * kDescStride) {}
 
 void ChipLink::post(std::shared_ptr<TaskState> task, size_t member) {
+  const uint32_t deps = ring_deps(*task, posted_ + 1);  // may throw: before a slot is claimed
   const uint64_t slot = posted_++ % kRingSlots;
   idle_.store(false, std::memory_order_relaxed);
-  const size_t bytes = encode_task(*task, member, outbox(slot), ring_deps(*task, posted_));
+  const size_t bytes = encode_task(*task, member, outbox(slot), deps);
   in_flight_[slot] = std::move(task);
   put_slot(slot, bytes);
 }

@@ -129,6 +129,9 @@ bool Dispatcher::collect() {
   for (ChipLink& link : links_) {
     moved |= link.collect(
         [&](const std::shared_ptr<TaskState>& task, bool ok, const Completion* r) {
+          // Skipped by the host while in flight (a streamed predecessor failed): the chip's
+          // record only confirms it, for the graph and the observers alike.
+          if (terminal(task->status.load(std::memory_order_relaxed))) return;
           TaskSpan span{link.chip(), r ? r->start_ns : 0, r ? r->end_ns : 0, ok};
           if (r) span.lag_ns = static_cast<int64_t>(steady_ns() - r->end_ns);
           observer_.task_left(*task, span);

@@ -149,6 +149,7 @@ void TaskGraph::skip_dependents(const TaskState& task, const std::string& why) {
     next->error = "skipped: " + why;
     next->status = TaskStatus::kSkipped;
     next->member_args.clear();
+    next->stream.before.clear();  // else it and its streamed predecessor hold each other
     run_tasks_[next->id - first_id_].reset();  // `next` itself is held by task.dependents
     outstanding_.fetch_sub(1, std::memory_order_release);
     skip_dependents(*next, why);

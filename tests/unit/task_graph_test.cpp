@@ -140,6 +140,7 @@ TEST(TaskGraphTest, StreamedConsumersOfAFailedTaskAreSkippedQueuedOrInFlight) {
   g.graph.finish(a, false, "boom");
   EXPECT_EQ(posted->status.load(), TaskStatus::kSkipped);
   EXPECT_EQ(queued->status.load(), TaskStatus::kSkipped);
+  EXPECT_THAT(queued->stream.before, IsEmpty()) << "it and its predecessor would hold each other";
   EXPECT_THAT(g.take(), ElementsAre(independent->id * 10));  // the skipped one is dropped
   g.graph.finish(posted, false, "skipped on the chip");      // ignored: already skipped
   EXPECT_THAT(posted->error, ::testing::HasSubstr("failed"));
