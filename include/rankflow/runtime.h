@@ -172,7 +172,10 @@ class Orchestrator {
   Tensor alloc(std::vector<size_t> shape);
 
   // A task of `kernel` on chip worker `worker` (0..chips()-1); `after` adds explicit edges.
-  TaskHandle submit(KernelHandle kernel, std::vector<TaskArg> args, int worker,
+  // A braced list of arguments (`{in(a), out(b)}`) costs no allocation.
+  TaskHandle submit(KernelHandle kernel, std::initializer_list<TaskArg> args, int worker,
+                    std::vector<uint64_t> after = {}, CallConfig config = {});
+  TaskHandle submit(KernelHandle kernel, const std::vector<TaskArg>& args, int worker,
                     std::vector<uint64_t> after = {}, CallConfig config = {});
   // One DAG node with one member per worker (distinct workers), launched all at once when every
   // target is idle; while it waits at the head of the group queue its targets take no new
@@ -181,7 +184,10 @@ class Orchestrator {
                           std::vector<int> workers, std::vector<uint64_t> after = {},
                           CallConfig config = {});
   // A task of `sub` on any idle sub-worker thread of the host.
-  TaskHandle submit_sub(SubHandle sub, std::vector<TaskArg> args, std::vector<uint64_t> after = {});
+  TaskHandle submit_sub(SubHandle sub, std::initializer_list<TaskArg> args,
+                        std::vector<uint64_t> after = {});
+  TaskHandle submit_sub(SubHandle sub, const std::vector<TaskArg>& args,
+                        std::vector<uint64_t> after = {});
 
   int chips() const;
 

@@ -125,10 +125,16 @@ Domain Orchestrator::allocate_domain(std::string name, std::vector<int> workers,
                                   std::move(buffers));
 }
 
-TaskHandle Orchestrator::submit(KernelHandle kernel, std::vector<TaskArg> args, int worker,
+TaskHandle Orchestrator::submit(KernelHandle kernel, const std::vector<TaskArg>& args, int worker,
                                 std::vector<uint64_t> after, CallConfig config) {
   return detail::OrchestratorBackend::handle(
       backend_.submit_one(false, kernel.index, args, worker, after, config));
+}
+
+TaskHandle Orchestrator::submit(KernelHandle kernel, std::initializer_list<TaskArg> args,
+                                int worker, std::vector<uint64_t> after, CallConfig config) {
+  return detail::OrchestratorBackend::handle(backend_.submit_one(
+      false, kernel.index, std::span(args.begin(), args.size()), worker, after, config));
 }
 
 TaskHandle Orchestrator::submit_group(KernelHandle kernel,
@@ -140,10 +146,16 @@ TaskHandle Orchestrator::submit_group(KernelHandle kernel,
                       std::move(after), config));
 }
 
-TaskHandle Orchestrator::submit_sub(SubHandle sub, std::vector<TaskArg> args,
+TaskHandle Orchestrator::submit_sub(SubHandle sub, const std::vector<TaskArg>& args,
                                     std::vector<uint64_t> after) {
   return detail::OrchestratorBackend::handle(
       backend_.submit_one(true, sub.index, args, -1, after, {}));
+}
+
+TaskHandle Orchestrator::submit_sub(SubHandle sub, std::initializer_list<TaskArg> args,
+                                    std::vector<uint64_t> after) {
+  return detail::OrchestratorBackend::handle(
+      backend_.submit_one(true, sub.index, std::span(args.begin(), args.size()), -1, after, {}));
 }
 
 int Orchestrator::chips() const {

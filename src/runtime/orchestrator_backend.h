@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -24,9 +25,11 @@ class OrchestratorBackend {
                                             std::vector<std::vector<TaskArg>> member_args,
                                             std::vector<int> workers, std::vector<uint64_t> after,
                                             CallConfig config) = 0;
-  // A task with one member (sub: worker ignored): takes `args` (left with whatever it held).
-  virtual std::shared_ptr<TaskState> submit_one(bool sub, uint32_t fn, std::vector<TaskArg>& args,
-                                                int worker, std::vector<uint64_t>& after,
+  // A task with one member (sub: worker ignored), its arguments copied into the pooled state's
+  // own vector (no allocation in steady state).
+  virtual std::shared_ptr<TaskState> submit_one(bool sub, uint32_t fn,
+                                                std::span<const TaskArg> args, int worker,
+                                                std::vector<uint64_t>& after,
                                                 CallConfig config) = 0;
   // A copy between host and child memory, as a task on the child's worker.
   virtual std::shared_ptr<TaskState> copy(const Tensor& dst, const Tensor& src,

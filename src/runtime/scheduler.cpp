@@ -252,12 +252,12 @@ std::shared_ptr<TaskState> Scheduler::submit(bool sub, uint32_t fn,
 
 // One member: its arguments and worker go into the pooled state's own vectors (no allocation
 // in steady state).
-std::shared_ptr<TaskState> Scheduler::submit_one(bool sub, uint32_t fn, std::vector<TaskArg>& args,
-                                                 int worker, std::vector<uint64_t>& after,
-                                                 CallConfig config) {
+std::shared_ptr<TaskState> Scheduler::submit_one(bool sub, uint32_t fn,
+                                                 std::span<const TaskArg> args, int worker,
+                                                 std::vector<uint64_t>& after, CallConfig config) {
   auto task = user_task(sub, fn, config);
   task->member_args.resize(1);
-  task->member_args[0].swap(args);
+  task->member_args[0].assign(args.begin(), args.end());
   if (!sub) task->workers.assign(1, worker);
   return enter(std::move(task), after);
 }

@@ -71,7 +71,7 @@ class Scheduler : public detail::OrchestratorBackend {
                                     std::vector<std::vector<TaskArg>> member_args,
                                     std::vector<int> workers, std::vector<uint64_t> after,
                                     CallConfig config) override;
-  std::shared_ptr<TaskState> submit_one(bool sub, uint32_t fn, std::vector<TaskArg>& args,
+  std::shared_ptr<TaskState> submit_one(bool sub, uint32_t fn, std::span<const TaskArg> args,
                                         int worker, std::vector<uint64_t>& after,
                                         CallConfig config) override;
   std::shared_ptr<TaskState> copy(const Tensor& dst, const Tensor& src, const char* what) override;

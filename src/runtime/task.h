@@ -31,6 +31,11 @@ struct TaskState {
   std::string_view name;     // the kernel table's entry (stable for the worker's lifetime)
   std::vector<int> workers;  // one per member; a single task has one; subs none
   std::vector<std::vector<TaskArg>> member_args;  // the arguments of each member
+  // Lets go of the arguments (and the alloc tensors they hold) but keeps the vectors' room.
+  void release_args() {
+    for (std::vector<TaskArg>& member : member_args)
+      member.clear();
+  }
   CallConfig config;
   std::shared_ptr<const std::vector<std::byte>> payload;  // a built-in kernel's payload
   std::vector<uint64_t> deps;  // the tasks it waited for (for the trace and the DOT dump)

@@ -114,7 +114,7 @@ void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const st
 
 void TaskGraph::complete(const std::shared_ptr<TaskState>& task, bool ok,
                          const std::string& error) {
-  task->member_args.clear();  // lets go of alloc tensors this task was the last user of
+  task->release_args();  // lets go of alloc tensors this task was the last user of
   run_tasks_[task->id - first_id_].reset();  // a finished state goes back to the pool
   outstanding_.fetch_sub(1, std::memory_order_release);
   finished_.fetch_add(1, std::memory_order_release);
@@ -148,7 +148,7 @@ void TaskGraph::skip_dependents(const TaskState& task, const std::string& why) {
     if (terminal(next->status)) continue;
     next->error = "skipped: " + why;
     next->status = TaskStatus::kSkipped;
-    next->member_args.clear();
+    next->release_args();
     next->stream.before.clear();  // else it and its streamed predecessor hold each other
     run_tasks_[next->id - first_id_].reset();  // `next` itself is held by task.dependents
     outstanding_.fetch_sub(1, std::memory_order_release);

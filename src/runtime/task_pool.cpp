@@ -28,7 +28,8 @@ void reset(TaskState& t) {
   t.fn = 0;
   t.name = {};
   t.workers.clear();
-  t.member_args.clear();
+  t.release_args();  // one member's vector keeps its room for the next task
+  if (t.member_args.size() > 1) t.member_args.resize(1);
   t.config = {};
   t.payload.reset();
   t.deps.clear();
