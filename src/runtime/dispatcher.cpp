@@ -199,12 +199,17 @@ void Dispatcher::idle_round() {
 }
 
 void Dispatcher::kick() {
+  bool held = false;
   {
     RoundRole role(driver_);
-    if (!role.held()) {  // the scheduler thread drives and will post it
-      chip_work_queued();
-      return;
-    }
+    held = role.held();
+    if (held) pump(/*kick=*/true);
+  }
+  if (!held) {
+    // Another thread has the role: most often the scheduler thread, which shares this core
+    // and may have been preempted holding it. Wait for it to let go (it does after its round
+    // once a body thread wants to drive) rather than leave it this and every later kick.
+    DriverRole role(*this);
     pump(/*kick=*/true);
   }
   bump(drives_);
