@@ -54,5 +54,21 @@ summary() {  # summary <table> <label>
 }
 summary "$stem-symmetric.txt" "symmetric buffers"
 summary "$stem-user.txt" "plain user buffers"
+
+# Every row, of either buffer kind, where rankflow loses to Open MPI in this run (issue 13: the
+# list must be empty). The auto rows are what users get; a named algorithm losing is listed too.
+echo
+echo "## rows below 1.0x Open MPI (its time / ours below 4 KiB, our busbw / its above)"
+slower=0
+for kind in symmetric user; do
+  while read -r line; do
+    echo "SLOWER THAN MPI  $kind  $line"
+    slower=$((slower + 1))
+  done < <(awk '!/^#/ && $4 > 0 && $8 > 0 {
+                  ratio = ($3 < 4096) ? $8 / $4 : (($9 > 0) ? $5 / $9 : 0)
+                  if (ratio < 1.0) printf "%-15s %-18s %10d  x%.2f\n", $1, $2, $3, ratio
+                }' "$stem-$kind.txt")
+done
+echo "# $slower rows slower than Open MPI"
 echo
 echo "results: $stem.json, plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png"
