@@ -2,16 +2,26 @@
 //   - memcpy on one core, by size (the best a one-sided copy between two ranks can do);
 //   - y += x over float32, by size (the reduction kernel rate collectives need);
 //   - a cache-line ping-pong between two threads on two cores (the floor of any flag hand-off);
+//   - a staging hand-off: one core copies a buffer into a region the other core then reads, as
+//     a plain-buffer collective stages its input for a peer, with memcpy and with non-temporal
+//     stores, into one region or two alternating ones (issue 13: why staging copies run at a
+//     fraction of memcpy's speed);
 //   - rankflow's own reduction kernels, to set beside memcpy.
 #include <benchmark/benchmark.h>
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
 #include <vector>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "collectives/reduce.h"
 
@@ -78,6 +88,75 @@ void BM_CacheLinePingPong(benchmark::State& state) {
   state.SetLabel("time is one round trip; one-way is half");
 }
 BENCHMARK(BM_CacheLinePingPong)->UseRealTime();
+
+// Copies with 16-byte non-temporal stores (`dst` 16-byte aligned, `bytes` a multiple of 64):
+// the lines are written without being fetched from the cache that holds them.
+void stream_copy(char* dst, const char* src, size_t bytes) {
+#if defined(__x86_64__)
+  for (size_t i = 0; i < bytes; i += 16) {
+    _mm_stream_si128(reinterpret_cast<__m128i*>(dst + i),
+                     _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i)));
+  }
+  _mm_sfence();
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+// One iteration: core 0 writes fresh input (one store a line, untimed work of the caller in a
+// collective too), copies it into the staging region (memcpy, or non-temporal stores), and core
+// 1 copies the region out, as a peer fetching staged data does. Time is the whole hand-off;
+// the label gives the staging copy's own rate. Args: bytes, non-temporal (0/1), regions (1/2,
+// alternating between calls).
+void BM_StagingHandoff(benchmark::State& state) {
+  const size_t bytes = static_cast<size_t>(state.range(0));
+  const bool non_temporal = state.range(1) != 0;
+  const size_t regions = static_cast<size_t>(state.range(2));
+  std::vector<char> src(bytes, 1), out(bytes, 0);
+  auto* staging = static_cast<char*>(std::aligned_alloc(4096, bytes * regions));
+  std::memset(staging, 0, bytes * regions);
+  alignas(128) static std::atomic<uint64_t> turn{0};
+  alignas(128) static std::atomic<bool> stop{false};
+  turn.store(0);
+  stop.store(false);
+  pin_to_cpu(0);
+  std::thread reader([&] {
+    pin_to_cpu(1);
+    for (uint64_t call = 0; !stop.load(std::memory_order_relaxed);) {
+      if (turn.load(std::memory_order_acquire) != 2 * call + 1) continue;
+      std::memcpy(out.data(), staging + (call % regions) * bytes, bytes);
+      turn.store(2 * call + 2, std::memory_order_release);
+      ++call;
+    }
+  });
+  double copy_seconds = 0;
+  uint64_t call = 0;
+  for (auto _ : state) {
+    for (size_t i = 0; i < bytes; i += 64)
+      src[i] = static_cast<char>(call);
+    const auto start = std::chrono::steady_clock::now();
+    char* region = staging + (call % regions) * bytes;
+    if (non_temporal) {
+      stream_copy(region, src.data(), bytes);
+    } else {
+      std::memcpy(region, src.data(), bytes);
+    }
+    copy_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    turn.store(2 * call + 1, std::memory_order_release);
+    while (turn.load(std::memory_order_acquire) != 2 * call + 2) {
+    }
+    ++call;
+  }
+  stop.store(true);
+  reader.join();
+  std::free(staging);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
+  state.SetLabel("staging copy " +
+                 std::to_string(static_cast<int>(bytes * call / copy_seconds / 1e9)) + " GB/s");
+}
+BENCHMARK(BM_StagingHandoff)
+    ->ArgsProduct({{16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20}, {0, 1}, {1, 2}})
+    ->UseRealTime();
 
 // rankflow's reduction kernels (collectives/reduce.h), bytes of output per second, to compare
 // with BM_Memcpy at the same size: fused two-input (out = a op b) and in-place combine.
