@@ -69,7 +69,8 @@ void DependencyTracker::BufferRecords::add(uint64_t task, const ByteUse& use) {
     strided_.add(task, use);
     return;
   }
-  contiguous_.emplace(use.begin, Span{use.end, task, use.writes});
+  // Hinted at the end: views that come in order are inserted without a walk down the tree.
+  contiguous_.emplace_hint(contiguous_.end(), use.begin, Span{use.end, task, use.writes});
   ++lengths_[use.end - use.begin];
 }
 
