@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "collectives/collective.h"
+#include "collectives/stage_copy.h"
 
 namespace rankflow::coll {
 namespace {
@@ -45,12 +46,13 @@ CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) 
 }
 
 CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
-                         const std::byte* stage_from) {
+                         const std::byte* stage_from, bool streams) {
   const size_t chunk = out != nullptr ? chunk_bytes(bytes) : bytes;
   if (c.rank() == root) {
     for (size_t first = 0; first < bytes; first += chunk) {
       const size_t length = std::min(chunk, bytes - first);
-      if (stage_from != nullptr) std::memcpy(c.local(buffer + first), stage_from + first, length);
+      if (stage_from != nullptr)
+        stage_copy(c.local(buffer + first), stage_from + first, length, streams);
       c.notify_all(kReady);
     }
     for (int d = 1; d < c.size(); ++d)
@@ -69,12 +71,12 @@ CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, 
 }  // namespace
 
 CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
-                          const std::byte* stage_from) {
+                          const std::byte* stage_from, bool stream_staging) {
   if (c.size() == 1 || bytes == 0) return CollTask::finished();
   if (c.size() == 2 && out == nullptr && bytes >= kSplitFrom) {
     return broadcast_split(c, buffer, bytes, root);
   }
-  return broadcast_fetch(c, buffer, bytes, root, out, stage_from);
+  return broadcast_fetch(c, buffer, bytes, root, out, stage_from, stream_staging);
 }
 
 }  // namespace rankflow::coll

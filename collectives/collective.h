@@ -45,9 +45,11 @@ CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t coun
                              const Reducer& reducer);
 // buffer: `bytes` at the same offset everywhere; root's contents end up on every member.
 // With `out` (plain memory) the root stages its caller's buffer `stage_from` chunk by chunk
-// while members fetch (null: staged before the call).
+// while members fetch (null: staged before the call), with non-temporal stores when
+// `stream_staging` (stage_copy.h).
 CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
-                          std::byte* out = nullptr, const std::byte* stage_from = nullptr);
+                          std::byte* out = nullptr, const std::byte* stage_from = nullptr,
+                          bool stream_staging = false);
 // src and dst: size() blocks of `block_bytes`; block p of src goes to member p's block `rank`.
 CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes,
                          std::byte* out_ptr = nullptr);

@@ -70,6 +70,10 @@ struct Algorithm {
   bool writes_dst;
   // Stages the input from the caller's source itself (only what peers read).
   bool stages_src;
+  // Messages whose staged source is copied in with non-temporal stores (stage_copy.h): where
+  // peers read the staged input, not fetching the lines their caches hold can win. Chosen per
+  // collective and size from bench --buffers user --stage-copy ab (docs/performance.md).
+  Limits streams_staged = kNoMessage;
 };
 
 // Arguments of the non-allreduce collectives. Offsets are in the team's window; the pointers are
@@ -97,6 +101,7 @@ struct BroadcastArgs {
   int root;
   std::byte* ptr = nullptr;               // the caller's buffer (pushing) or recv (writes_dst)
   const std::byte* stage_from = nullptr;  // the root's buffer when the algorithm stages it
+  bool stream_staging = false;            // stage it with non-temporal stores
 };
 
 using AllreduceAlgorithm = Algorithm<AllreduceArgs>;

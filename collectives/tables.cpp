@@ -22,6 +22,13 @@ constexpr Limits kStreamed{0, kStream, 1, INT_MAX, true};
 constexpr Limits kPushedPair{1, kInbox, 2, 2, true};
 // Where onephase is the built-in allreduce (2026-11-30 sweep, docs/collectives.md).
 constexpr Limits kSmallAllreduce{0, kInbox};
+// Where staging the caller's source with non-temporal stores beat memcpy, 2 members (the only
+// count measured), batch by batch in one process (bench --stage-copy ab, 2026-12-01; sizes
+// here are the table's: the whole message for broadcast, one block for the others):
+// broadcast 16-512 KiB; allgather from 2 MiB blocks; all_to_all from 16 KiB blocks.
+constexpr Limits kStreamedBroadcastStaging{16 << 10, 512 << 10, 2, 2};
+constexpr Limits kStreamedAllgatherStaging{2 << 20, SIZE_MAX, 2, 2};
+constexpr Limits kStreamedAllToAllStaging{16 << 10, SIZE_MAX, 2, 2};
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
 
@@ -52,7 +59,8 @@ constexpr AllgatherAlgorithm kAllgather[] = {
     {"pushed", &allgather_pushed_entry, "each block into every peer's inbox, one round",
      "allgather(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
-     "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false},
+     "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
+     kStreamedAllgatherStaging},
 };
 
 // ---- reduce_scatter
@@ -80,7 +88,7 @@ CollTask broadcast_pushed_entry(CollContext& c, const BroadcastArgs& a) {
   return broadcast_pushed(c, a.ptr, a.bytes, a.root);
 }
 CollTask broadcast_direct_entry(CollContext& c, const BroadcastArgs& a) {
-  return broadcast_direct(c, a.buffer, a.bytes, a.root, a.ptr, a.stage_from);
+  return broadcast_direct(c, a.buffer, a.bytes, a.root, a.ptr, a.stage_from, a.stream_staging);
 }
 
 constexpr BroadcastAlgorithm kBroadcast[] = {
@@ -89,7 +97,7 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
     {"pushed", &broadcast_pushed_entry, "two members: the root pushes into the peer's inbox",
      "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
-     kAnyMessage, kAnyMessage, kNoMessage, true, true},
+     kAnyMessage, kAnyMessage, kNoMessage, true, true, kStreamedBroadcastStaging},
 };
 
 // ---- all_to_all
@@ -105,7 +113,8 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
     {"pushed", &all_to_all_pushed_entry, "block p into member p's inbox, one round",
      "all_to_all(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
-     "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false},
+     "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
+     kStreamedAllToAllStaging},
 };
 
 }  // namespace

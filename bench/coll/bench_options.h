@@ -15,6 +15,9 @@ struct Options {
   size_t min_bytes = 4;
   size_t max_bytes = size_t{64} << 20;
   bool symmetric = true;
+  // How staged plain-buffer sources are copied in: table (as each algorithm says), memcpy,
+  // stream (non-temporal stores), or ab (memcpy and stream batch by batch, a row each).
+  std::string stage_copy = "table";
   int batches = 9;
   size_t batch_bytes = size_t{64} << 20;  // bytes moved per batch, which sets iterations
   size_t max_iters = 2000;
@@ -57,11 +60,15 @@ inline const char* kUsage =
     "allreduce,allgather,reduce_scatter,broadcast,all_to_all,barrier|all]\n"
     "                      [--algo auto|onephase,twophase,ring,bidirectional_ring,ibing|all]\n"
     "                      [--min-bytes 4] [--max-bytes 64M] [--buffers symmetric|user]\n"
+    "                      [--stage-copy table|memcpy|stream|ab]\n"
     "                      [--batches 9] [--quick] [--json PATH] [--table PATH] [--help]\n"
     "  --coll      collectives to sweep (default allreduce)\n"
     "  --algo      allreduce algorithms by registry name, or auto (default auto)\n"
     "  --min-bytes, --max-bytes  message sizes, powers of two between (K, M, G suffixes)\n"
     "  --buffers   symmetric: comm.alloc memory (default); user: plain std::vector memory\n"
+    "  --stage-copy  how plain sources are staged: as each algorithm's table entry says (table,\n"
+    "              the default), memcpy, non-temporal stores (stream), or ab: memcpy and stream\n"
+    "              in alternate batches, one row each (in-place calls are not timed then)\n"
     "  --batches   timed batches per size; the median is reported (default 9)\n"
     "  --quick     fewer bytes per batch and at most 100 calls per batch\n"
     "  --json, --table  also write every row as JSON / as a whitespace table for plotting\n";
@@ -109,6 +116,12 @@ inline Options parse_options(int argc, char** argv) {
       const std::string v = value();
       if (v != "symmetric" && v != "user") throw InvalidArgument("--buffers is symmetric or user");
       o.symmetric = v == "symmetric";
+    } else if (arg == "--stage-copy") {
+      o.stage_copy = value();
+      if (o.stage_copy != "table" && o.stage_copy != "memcpy" && o.stage_copy != "stream" &&
+          o.stage_copy != "ab") {
+        throw InvalidArgument("--stage-copy is table, memcpy, stream or ab");
+      }
     } else if (arg == "--batches") {
       o.batches = std::max(1, std::atoi(value().c_str()));
     } else if (arg == "--quick") {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/coll/bench_options.h"
+#include "collectives/stage_copy.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
 
@@ -116,6 +117,8 @@ class Driver {
   }
 
   void run() {
+    if (o_.stage_copy == "memcpy") coll::set_stage_copy(coll::StageCopy::kMemcpy);
+    if (o_.stage_copy == "stream") coll::set_stage_copy(coll::StageCopy::kStream);
     print_header();
     for (const std::string& coll : o_.collectives) {
       for (const std::string& algo : algorithms_for(coll)) {
@@ -248,6 +251,52 @@ class Driver {
     return bytes / *std::min_element(samples.begin(), samples.end()) / 1e9;
   }
 
+  // --stage-copy ab: out-of-place calls with memcpy staging and with non-temporal staging in
+  // alternate batches, beside Open MPI's, so drift hits all three alike; a row each.
+  void measure_stage_copies(Row row, int calls, bool per_call, const std::function<void()>& oop,
+                            const std::function<void()>& mpi, const std::function<void()>& fresh,
+                            const std::function<void()>& fresh_mpi,
+                            const std::function<void()>& sync,
+                            const std::function<void()>& mpi_sync) {
+    using coll::StageCopy;
+    const StageCopy ways[] = {StageCopy::kMemcpy, StageCopy::kStream};
+    std::vector<double> times[2], mpi_b;
+    for (int b = 0; b < o_.batches; ++b) {
+      for (int w = 0; w < 2; ++w) {
+        coll::set_stage_copy(ways[w]);
+        if (per_call) {
+          times[w].push_back(time_calls(oop, fresh, sync, calls));
+        } else {
+          std::vector<double> s;
+          time_batches(oop, sync, calls, 1, &s);
+          times[w].push_back(s[0]);
+        }
+        if (w == 0) {
+          if (per_call) {
+            mpi_b.push_back(time_calls(mpi, fresh_mpi, mpi_sync, calls));
+          } else {
+            std::vector<double> s;
+            time_batches(mpi, mpi_sync, calls, 1, &s);
+            mpi_b.push_back(s[0]);
+          }
+        }
+      }
+    }
+    coll::set_stage_copy(StageCopy::kTable);
+    const std::string algo = row.algo;
+    for (int w = 0; w < 2; ++w) {
+      coll::set_stage_copy(ways[w]);
+      row.algo = algo + (w == 0 ? "+memcpy" : "+stream");
+      row.oop_us = median(times[w]);
+      row.mpi_us = median(mpi_b);
+      row.wrong_oop = row.coll == "barrier" ? 0 : check(row.coll, algo, row.count, false);
+      row.memcpy_gbs = row.coll == "barrier" ? 0 : memcpy_gbs(row.bytes);
+      rows_.push_back(row);
+      if (comm_.rank() == 0) print(row);
+    }
+    coll::set_stage_copy(StageCopy::kTable);
+  }
+
   void measure(const std::string& coll, const std::string& algo, size_t bytes) {
     Row row{coll, algo, o_.symmetric ? "symmetric" : "user"};
     row.count = count_for(coll, bytes);
@@ -271,6 +320,11 @@ class Driver {
     auto fresh_ip = [this, input, ip_input] { touch(ip_input, input); };
     auto fresh_mpi = [this, input] { touch(mpi_send_.data(), input); };
     const bool per_call = bytes >= kFreshFrom && coll != "barrier";
+    if (o_.stage_copy == "ab") {
+      measure_stage_copies(row, per_call ? std::max(2, iters / 2) : iters, per_call, oop, mpi,
+                           fresh, fresh_mpi, sync, mpi_sync);
+      return;
+    }
     std::vector<double> oop_b, ip_b, mpi_b;
     for (int b = 0; b < o_.batches; ++b) {
       if (per_call) {

@@ -7,6 +7,7 @@
 #include <exception>
 #include <utility>
 
+#include "collectives/stage_copy.h"
 #include "common/log.h"
 #include "rankflow/error.h"
 #include "transport/team_state.h"
@@ -101,7 +102,8 @@ void BufferPlacement::adopt(const Team& team, size_t begin, size_t end) {
 }
 
 Placement BufferPlacement::place_pair(const void* send, size_t send_bytes, void* recv,
-                                      size_t recv_bytes, bool copy_in, bool copy_out) {
+                                      size_t recv_bytes, bool copy_in, bool copy_out,
+                                      bool stream_in) {
   Placement p;
   if (auto a = symmetric_pair(send, send_bytes, recv, recv_bytes)) {
     auto offset_in = [&](const void* ptr) {
@@ -119,7 +121,10 @@ Placement BufferPlacement::place_pair(const void* send, size_t send_bytes, void*
   p.src = stage.team().offset("in");
   p.dst = stage.team().offset(send == recv && !copy_in ? "in" : "out");
   p.staged_recv = static_cast<std::byte*>(recv);
-  if (copy_in && send_bytes > 0) std::memcpy(stage.local(p.src), send, send_bytes);
+  if (copy_in) {
+    coll::stage_copy(stage.local(p.src), static_cast<const std::byte*>(send), send_bytes,
+                     stream_in);
+  }
   if (copy_out && recv_bytes > 0) {
     p.copy_to = recv;
     p.copy_from = stage.local(p.dst);

@@ -66,10 +66,11 @@ class BufferPlacement {
   void adopt(const Team& team, size_t begin, size_t end);
 
   // send/recv in one window: their symmetric allocation when both lie in the same one, else the
-  // staging window (grown to hold both), with send copied in now when `copy_in`, and recv's copy
-  // out described when `copy_out`.
+  // staging window (grown to hold both), with send copied in now when `copy_in` (coll::stage_copy;
+  // `stream_in`: the algorithm's Algorithm::streams_staged_src), and recv's copy out described
+  // when `copy_out`.
   Placement place_pair(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
-                       bool copy_in, bool copy_out);
+                       bool copy_in, bool copy_out, bool stream_in = false);
   // The staging window's context, where collectives on the caller's own memory run.
   // The staging window as it is (remade at its smallest if a growth failed: every member
   // reaches this call in step, as every collective does).

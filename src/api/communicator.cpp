@@ -177,9 +177,10 @@ class CommunicatorImpl {
   // symmetric memory.
   template <typename Make>
   void prepare_pair(RequestState& state, const char* operation, const void* send, size_t send_bytes,
-                    void* recv, size_t recv_bytes, bool copy_in, bool copy_out, Make&& make) {
+                    void* recv, size_t recv_bytes, bool copy_in, bool copy_out, bool stream_in,
+                    Make&& make) {
     api::Placement p =
-        placement_->place_pair(send, send_bytes, recv, recv_bytes, copy_in, copy_out);
+        placement_->place_pair(send, send_bytes, recv, recv_bytes, copy_in, copy_out, stream_in);
     state.context = p.context;
     state.context->set_operation(operation);
     state.copy_to = p.copy_to;
@@ -347,7 +348,7 @@ void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
     return;
   }
   impl.prepare_pair(state, chosen.label, send, send_bytes, recv, recv_bytes, !chosen.stages_src,
-                    !chosen.writes_dst,
+                    !chosen.writes_dst, chosen.streams_staged.holds(bytes, impl.size(), true),
                     [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
                       const bool staged = staged_recv != nullptr;  // else symmetric memory
                       return chosen.run(
@@ -417,12 +418,13 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
     // blocking root whose algorithm stages its source does so chunk by chunk while they fetch; a
     // non-blocking one stages it all now (the caller may reuse a plain buffer at once).
     const bool stage_now = is_root && (!chosen.stages_src || !blocking);
+    const bool streams = chosen.streams_staged.holds(bytes, impl.size(), true);
     impl.prepare_pair(state, chosen.label, buffer, bytes, buffer, bytes, stage_now,
-                      !chosen.writes_dst,
+                      !chosen.writes_dst, streams,
                       [&](coll::CollContext& c, size_t at, size_t, std::byte* staged_recv) {
                         const bool staged = staged_recv != nullptr;  // else symmetric memory
                         const std::byte* from = is_root && !stage_now && staged ? ptr : nullptr;
-                        return chosen.run(c, {at, bytes, root, staged_recv, from});
+                        return chosen.run(c, {at, bytes, root, staged_recv, from, streams});
                       });
   });
 }

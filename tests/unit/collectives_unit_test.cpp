@@ -3,8 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "collectives/coll_context.h"
 #include "collectives/reduce.h"
 #include "collectives/registry.h"
+#include "collectives/stage_copy.h"
 #include "rankflow/error.h"
 
 namespace rankflow::coll {
@@ -214,6 +217,10 @@ void check_table(const AlgorithmTable<Args>& table) {
           EXPECT_TRUE(a.serves.holds(bytes, members, true));
         }
         EXPECT_FALSE(a.pushes.holds(bytes, members, false));  // pushes need the inbox
+        if (a.streams_staged.holds(bytes, members, true)) {   // only what it stages itself
+          EXPECT_TRUE(a.serves.holds(bytes, members, true));
+          EXPECT_FALSE(a.pushes.holds(bytes, members, true)) << "a pushed path stages nothing";
+        }
         EXPECT_NE(a.label, nullptr);
         EXPECT_EQ(std::string(a.label),
                   std::string(table.collective()) + "(" + std::string(a.name) + ")");
@@ -229,6 +236,33 @@ TEST(TablesTest, EntriesAreConsistent) {
   check_table(reduce_scatter_table());
   check_table(broadcast_table());
   check_table(all_to_all_table());
+}
+
+// The staging copy is exact whichever way it copies: every size around the streaming threshold
+// and the 64-byte steps, every alignment of source and destination.
+TEST(StageCopyTest, CopiesEveryByteWhateverTheWayAndAlignment) {
+  std::vector<std::byte> src(70000 + 64), dst(70000 + 64);
+  for (size_t i = 0; i < src.size(); ++i)
+    src[i] = static_cast<std::byte>((i * 131 + 7) & 0xff);
+  for (StageCopy way : {StageCopy::kMemcpy, StageCopy::kStream, StageCopy::kTable}) {
+    set_stage_copy(way);
+    for (size_t bytes : {size_t{0}, size_t{1}, size_t{63}, size_t{16383}, size_t{16384},
+                         size_t{16385}, size_t{16447}, size_t{70000}}) {
+      for (size_t dst_offset : {0, 1, 8, 15, 33}) {
+        for (size_t src_offset : {0, 3}) {
+          std::fill(dst.begin(), dst.end(), std::byte{0xee});
+          stage_copy(dst.data() + dst_offset, src.data() + src_offset, bytes, true);
+          ASSERT_EQ(std::memcmp(dst.data() + dst_offset, src.data() + src_offset, bytes), 0)
+              << bytes << " bytes, dst +" << dst_offset << ", src +" << src_offset;
+          EXPECT_EQ(dst[dst_offset + bytes], std::byte{0xee}) << "wrote past the end";
+          if (dst_offset > 0) {
+            EXPECT_EQ(dst[dst_offset - 1], std::byte{0xee}) << "wrote before the start";
+          }
+        }
+      }
+    }
+  }
+  set_stage_copy(StageCopy::kTable);
 }
 
 TEST(TablesTest, EveryOverrideVariableParses) {
