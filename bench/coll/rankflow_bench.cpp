@@ -251,6 +251,16 @@ class Driver {
     return bytes / *std::min_element(samples.begin(), samples.end()) / 1e9;
   }
 
+  // One timed batch: `calls` calls each after `prepare` (fresh input: per_call), or `calls`
+  // back to back.
+  static double time_batch(const std::function<void()>& fn, const std::function<void()>& prepare,
+                           const std::function<void()>& sync, int calls, bool per_call) {
+    if (per_call) return time_calls(fn, prepare, sync, calls);
+    std::vector<double> s;
+    time_batches(fn, sync, calls, 1, &s);
+    return s[0];
+  }
+
   // --stage-copy ab: out-of-place calls with memcpy staging and with non-temporal staging in
   // alternate batches, beside Open MPI's, so drift hits all three alike; a row each.
   void measure_stage_copies(Row row, int calls, bool per_call, const std::function<void()>& oop,
@@ -264,22 +274,8 @@ class Driver {
     for (int b = 0; b < o_.batches; ++b) {
       for (int w = 0; w < 2; ++w) {
         coll::set_stage_copy(ways[w]);
-        if (per_call) {
-          times[w].push_back(time_calls(oop, fresh, sync, calls));
-        } else {
-          std::vector<double> s;
-          time_batches(oop, sync, calls, 1, &s);
-          times[w].push_back(s[0]);
-        }
-        if (w == 0) {
-          if (per_call) {
-            mpi_b.push_back(time_calls(mpi, fresh_mpi, mpi_sync, calls));
-          } else {
-            std::vector<double> s;
-            time_batches(mpi, mpi_sync, calls, 1, &s);
-            mpi_b.push_back(s[0]);
-          }
-        }
+        times[w].push_back(time_batch(oop, fresh, sync, calls, per_call));
+        if (w == 0) mpi_b.push_back(time_batch(mpi, fresh_mpi, mpi_sync, calls, per_call));
       }
     }
     coll::set_stage_copy(StageCopy::kTable);
@@ -325,22 +321,12 @@ class Driver {
                            fresh, fresh_mpi, sync, mpi_sync);
       return;
     }
+    const int calls = per_call ? std::max(2, iters / 2) : iters;
     std::vector<double> oop_b, ip_b, mpi_b;
     for (int b = 0; b < o_.batches; ++b) {
-      if (per_call) {
-        const int calls = std::max(2, iters / 2);
-        oop_b.push_back(time_calls(oop, fresh, sync, calls));
-        mpi_b.push_back(time_calls(mpi, fresh_mpi, mpi_sync, calls));
-        ip_b.push_back(time_calls(ip, fresh_ip, sync, calls));
-        continue;
-      }
-      std::vector<double> s;
-      time_batches(oop, sync, iters, 1, &s);
-      oop_b.push_back(s[0]);
-      time_batches(mpi, mpi_sync, iters, 1, &s);
-      mpi_b.push_back(s[0]);
-      time_batches(ip, sync, iters, 1, &s);
-      ip_b.push_back(s[0]);
+      oop_b.push_back(time_batch(oop, fresh, sync, calls, per_call));
+      mpi_b.push_back(time_batch(mpi, fresh_mpi, mpi_sync, calls, per_call));
+      ip_b.push_back(time_batch(ip, fresh_ip, sync, calls, per_call));
     }
     row.oop_us = median(oop_b);
     row.ip_us = median(ip_b);
