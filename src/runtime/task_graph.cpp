@@ -115,6 +115,7 @@ void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const st
 void TaskGraph::complete(const std::shared_ptr<TaskState>& task, bool ok,
                          const std::string& error) {
   task->release_args();  // lets go of alloc tensors this task was the last user of
+  task->stream.before.clear();  // (posting cleared it; a task never posted still holds it)
   run_tasks_[task->id - first_id_].reset();  // a finished state goes back to the pool
   outstanding_.fetch_sub(1, std::memory_order_release);
   finished_.fetch_add(1, std::memory_order_release);

@@ -161,6 +161,8 @@ TEST(TaskGraphTest, AStreamedPredecessorDoesNotCountAmongThePendingOnes) {
   EXPECT_EQ(both->status.load(), TaskStatus::kWaiting);
   g.graph.finish(other, true, "");
   EXPECT_THAT(g.take(), ElementsAre(both->id * 10));
+  g.graph.finish(both, true, "");
+  EXPECT_EQ(g.graph.outstanding(), 0u);
 }
 
 TEST(TaskGraphTest, AfterMustNameAnEarlierTaskOfThisRun) {
