@@ -1,6 +1,7 @@
 // The built-in kernels (see builtin_kernels.h). Run on a chip's main thread.
 #include "runtime/builtin_kernels.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "rankflow/error.h"
@@ -12,8 +13,10 @@ namespace {
 void run_copy(ChipEnv&, TaskContext& task, std::span<const std::byte>) {
   auto dst = task.output<std::byte>(0);
   auto src = task.input<std::byte>(1);
-  // memmove: a descriptor that is not the host's may name overlapping ranges.
-  std::memmove(dst.data(), src.data(), std::min(dst.size(), src.size()));
+  // memmove: a descriptor that is not the host's may name overlapping ranges. An empty view's
+  // data() may be null, which memmove must not get even for zero bytes.
+  const size_t bytes = std::min(dst.size(), src.size());
+  if (bytes > 0) std::memmove(dst.data(), src.data(), bytes);
 }
 
 void run_create_domain(ChipEnv& env, TaskContext& task, std::span<const std::byte> payload) {

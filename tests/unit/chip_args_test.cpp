@@ -150,6 +150,31 @@ TEST(ChipArgs, FuzzRegressionCopyOfOverlappingRanges) {
   EXPECT_EQ(memory, expected);
 }
 
+// Found by fuzz/arg_blob_fuzz.cpp in CI: a copy descriptor with an empty argument. The built-in
+// copy kernel passed the empty view's null data() to memmove for zero bytes (undefined
+// behaviour, reported by UndefinedBehaviorSanitizer, which the asan job's unit run has on); it
+// now copies nothing without calling it.
+TEST(ChipArgs, FuzzRegressionCopyOfNothing) {
+  const auto slot = corpus_file("arg_blob/regression-copy-of-nothing");
+  DecodedTask task;
+  decode_task(slot.data(), slot.size(), task);
+  ASSERT_EQ(task.header.kernel, kCopyKernel);
+  PlainTeam team;
+  const std::vector<std::byte> arena = team.arena, child = team.child;
+  ChipDomains domains;
+  try {
+    ChipArgs<PlainTeam> args(team, kSpaces, task, domains, 0);
+    TaskContext context({0, task.header.task_id, 0, 1}, args.take(), task.scalars);
+    ChipEnv env{nullptr, domains};
+    find_builtin(kCopyKernel)->run(env, context, task.payload);
+    args.write_back();
+  } catch (const Error&) {
+    // a refusal of the descriptor is as good: the point is no call with a null pointer
+  }
+  EXPECT_EQ(team.arena, arena) << "a copy of nothing changed the arena";
+  EXPECT_EQ(team.child, child) << "a copy of nothing changed child memory";
+}
+
 // Found by fuzz/arg_blob_fuzz.cpp in CI: a 4x4 view whose strides put its last element at index
 // 2^64 - 1. The check added one to that index without looking, the count wrapped to 0, and the
 // view passed as reaching 0 bytes: the kernel then wrote far outside its argument.
