@@ -4,19 +4,14 @@
 
 #include <cstdlib>
 
+#include "common/env.h"
 #include "common/log.h"
 #include "rankflow/error.h"
 
 namespace rankflow::coll {
 namespace {
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && text.front() == ' ')
-    text.remove_prefix(1);
-  while (!text.empty() && text.back() == ' ')
-    text.remove_suffix(1);
-  return text;
-}
+using env::trim;
 
 std::string join(std::span<const std::string_view> names) {
   std::string joined;

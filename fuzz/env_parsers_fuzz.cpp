@@ -26,13 +26,7 @@ namespace {
 
 using namespace rankflow;
 
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && text.front() == ' ')
-    text.remove_prefix(1);
-  while (!text.empty() && text.back() == ' ')
-    text.remove_suffix(1);
-  return text;
-}
+using env::trim;
 
 // One size of the grammar: digits with an optional k, m or g (powers of 1024), or inf.
 std::optional<size_t> reference_size(std::string_view text) {

@@ -5,8 +5,18 @@
 #include <chrono>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace rankflow::env {
+
+// `text` without its leading and trailing spaces (the variables' lists allow them).
+inline std::string_view trim(std::string_view text) {
+  while (!text.empty() && text.front() == ' ')
+    text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ')
+    text.remove_suffix(1);
+  return text;
+}
 
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 enum class BindPolicy { kCore, kNone };
