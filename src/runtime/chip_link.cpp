@@ -17,7 +17,8 @@ ChipLink::ChipLink(Team& team, int chip, bool shares_core)
       done_(done_counter(team, chip)),
       posted_counter_(team, chip + 1, posted_counter(team)),
       in_flight_(kRingSlots),
-      outbox_(kRingSlots * kDescStride) {}
+      mapped_ring_(static_cast<std::byte*>(team.remote_ptr(chip + 1, ring_))),
+      outbox_(mapped_ring_ != nullptr ? 0 : kRingSlots * kDescStride) {}
 
 void ChipLink::post(std::shared_ptr<TaskState> task, size_t member) {
   const uint32_t deps = ring_deps(*task, posted_ + 1);  // may throw: before a slot is claimed
@@ -49,7 +50,8 @@ uint32_t ChipLink::ring_deps(TaskState& task, uint64_t sequence) {
 }
 
 void ChipLink::put_slot(uint64_t slot, size_t bytes) {
-  team_.put(chip_ + 1, ring_ + slot * kDescStride, outbox(slot), bytes);
+  if (mapped_ring_ == nullptr)
+    team_.put(chip_ + 1, ring_ + slot * kDescStride, outbox(slot), bytes);
   posted_counter_.advance();
 }
 

@@ -48,7 +48,12 @@ class ChipLink {
   const TaskState* oldest_in_flight() const;
 
  private:
-  std::byte* outbox(uint64_t slot) { return outbox_.data() + slot * kDescStride; }
+  // Where slot `slot`'s descriptor is encoded: straight into the chip's ring where its window
+  // is mapped (the posted counter's release store then publishes it), else a private outbox
+  // slot that put_slot() puts.
+  std::byte* outbox(uint64_t slot) {
+    return (mapped_ring_ != nullptr ? mapped_ring_ : outbox_.data()) + slot * kDescStride;
+  }
   void put_slot(uint64_t slot, size_t bytes);
   uint32_t ring_deps(TaskState& task, uint64_t sequence);
   Completion read_completion(uint64_t slot) const;
@@ -62,6 +67,7 @@ class ChipLink {
   uint64_t failed_seen_ = 0;
   CounterWriter posted_counter_;                       // descriptors posted, in the chip's window
   std::vector<std::shared_ptr<TaskState>> in_flight_;  // by slot
+  std::byte* mapped_ring_;                             // the chip's ring, or null
   std::vector<std::byte> outbox_;                      // kRingSlots descriptors, by slot
   uint64_t posted_ = 0;
   uint64_t completed_ = 0;

@@ -1,17 +1,25 @@
 // TaskPool (see task_pool.h).
 #include "runtime/task_pool.h"
 
+#include <algorithm>
+#include <mutex>
 #include <new>
+#include <utility>
+#include <vector>
 
 namespace rankflow::runtime {
 
-// The free states and control blocks, behind one lock.
+// The free states and control blocks, behind one lock. `out` counts the states made and not yet
+// back (each holds one control block); the store goes with the pool or, if states are still
+// out then, with the last of them.
 struct TaskPool::Store {
   static constexpr size_t kBlockBytes = 128;  // a shared_ptr control block fits
   static constexpr size_t kKeep = 4096;       // free states kept (a larger run frees the rest)
   std::mutex mutex;
   std::vector<TaskState*> states;
   std::vector<void*> blocks;
+  size_t out = 0;
+  bool pool_gone = false;
   ~Store() {
     for (TaskState* s : states)
       delete s;
@@ -44,35 +52,51 @@ void reset(TaskState& t) {
   t.error.clear();
 }
 
+// The state's way back: reset outside the lock, then kept (or freed beyond kKeep).
+struct Recycle {
+  TaskPool::Store* store;
+  void operator()(TaskState* t) const {
+    reset(*t);
+    {
+      std::lock_guard lock(store->mutex);
+      if (store->states.size() < TaskPool::Store::kKeep) return store->states.push_back(t);
+    }
+    delete t;
+  }
+};
+
 }  // namespace
 
-// The control blocks' allocator: fixed-size blocks from the store.
+// The control blocks' allocator: the block make() took from the store under its one lock,
+// returned to the store when the control block goes (the state's last trace: so this is
+// where `out` drops, and where the store goes after the pool).
 template <typename T>
 struct PoolAllocator {
   using value_type = T;
-  std::shared_ptr<TaskPool::Store> store;
-  explicit PoolAllocator(std::shared_ptr<TaskPool::Store> s) : store(std::move(s)) {}
+  TaskPool::Store* store;
+  void* block = nullptr;  // taken by make(), handed out by the one allocate() of this block
+  PoolAllocator(TaskPool::Store* s, void* b) : store(s), block(b) {}
   template <typename U>
-  PoolAllocator(const PoolAllocator<U>& other) : store(other.store) {}  // NOLINT: rebinding
+  PoolAllocator(const PoolAllocator<U>& other)  // NOLINT: rebinding
+      : store(other.store), block(other.block) {}
   T* allocate(size_t n) {
     static_assert(sizeof(T) <= TaskPool::Store::kBlockBytes);
-    if (n == 1) {
-      std::lock_guard lock(store->mutex);
-      if (!store->blocks.empty()) {
-        void* b = store->blocks.back();
-        store->blocks.pop_back();
-        return static_cast<T*>(b);
-      }
-    }
+    if (n == 1 && block != nullptr) return static_cast<T*>(std::exchange(block, nullptr));
     return static_cast<T*>(::operator new(std::max(n * sizeof(T), TaskPool::Store::kBlockBytes)));
   }
   void deallocate(T* p, size_t n) {
     if (n != 1) return ::operator delete(p);
+    bool last = false;
     {
       std::lock_guard lock(store->mutex);
-      if (store->blocks.size() < TaskPool::Store::kKeep) return store->blocks.push_back(p);
+      last = --store->out == 0 && store->pool_gone;
+      if (!last && store->blocks.size() < TaskPool::Store::kKeep) {
+        store->blocks.push_back(p);
+        p = nullptr;
+      }
     }
     ::operator delete(p);
+    if (last) delete store;
   }
   template <typename U>
   bool operator==(const PoolAllocator<U>& other) const {
@@ -80,27 +104,36 @@ struct PoolAllocator {
   }
 };
 
-TaskPool::TaskPool() : store_(std::make_shared<Store>()) {}
+TaskPool::TaskPool() : store_(new Store) {}
+
+TaskPool::~TaskPool() {
+  bool last = false;
+  {
+    std::lock_guard lock(store_->mutex);
+    store_->pool_gone = true;
+    last = store_->out == 0;
+  }
+  if (last) delete store_;
+}
 
 std::shared_ptr<TaskState> TaskPool::make() {
   TaskState* state = nullptr;
+  void* block = nullptr;
   {
     std::lock_guard lock(store_->mutex);
+    ++store_->out;
     if (!store_->states.empty()) {
       state = store_->states.back();
       store_->states.pop_back();
     }
+    if (!store_->blocks.empty()) {
+      block = store_->blocks.back();
+      store_->blocks.pop_back();
+    }
   }
   if (state == nullptr) state = new TaskState;
-  auto recycle = [store = store_](TaskState* t) {
-    reset(*t);
-    {
-      std::lock_guard lock(store->mutex);
-      if (store->states.size() < Store::kKeep) return store->states.push_back(t);
-    }
-    delete t;
-  };
-  return std::shared_ptr<TaskState>(state, std::move(recycle), PoolAllocator<TaskState>(store_));
+  return std::shared_ptr<TaskState>(state, Recycle{store_},
+                                    PoolAllocator<TaskState>(store_, block));
 }
 
 }  // namespace rankflow::runtime
