@@ -1,27 +1,27 @@
 // GraphDump: the observer that records the current run's graph so Orchestrator::dump_dot can
 // write it as Graphviz DOT: one node per task (id, name, where it runs, status), one edge per
 // dependency. It keeps a compact node per task, not the task's state, so finished states go
-// back to the pool during the run. Submissions and dumps come from the host's main thread;
-// task_left from whichever thread saw a task finish, under the dump's own lock.
+// back to the pool during the run; how each task ended comes from the graph when the dump is
+// written (TaskGraph::outcomes), so nothing here runs when a task finishes. Submissions and
+// dumps come from the host's main thread only: no lock.
 #pragma once
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 #include "runtime/observer.h"
+#include "runtime/task_graph.h"
 
 namespace rankflow::runtime {
 
 class GraphDump : public TaskObserver {
  public:
+  explicit GraphDump(TaskGraph& graph) : graph_(graph) {}
   void run_began(uint64_t) override;
   void task_submitted(const std::shared_ptr<TaskState>& task) override;
-  void task_left(const TaskState& task, const TaskSpan& span) override;
   void write(const std::string& path) const;
 
  private:
@@ -30,23 +30,16 @@ class GraphDump : public TaskObserver {
     std::string_view name;  // the kernel table's entry
     bool sub;
     uint32_t members;            // chip workers (one for a single task, none for a sub)
-    uint32_t members_left = 0;   // of them, how many left their worker
-    bool failed = false;         // a member failed
     size_t workers_at, deps_at;  // into workers_ and deps_
     uint32_t deps;
   };
-  Node* node_of(uint64_t id);
-  static void record_left(Node& node, bool ok);
-  // Statuses in DOT: a task that never left and has a failed or skipped predecessor was skipped.
+  // Each node's status in DOT: pending, done, failed or skipped.
   std::vector<const char*> statuses() const;
 
-  mutable std::mutex mutex_;
-  std::vector<Node> nodes_;  // by id - first_id_ (ids of one run are consecutive)
+  TaskGraph& graph_;
+  std::vector<Node> nodes_;  // by id - the run's first id (ids of one run are consecutive)
   std::vector<int> workers_;
   std::vector<uint64_t> deps_;
-  uint64_t first_id_ = 0;
-  // Tasks that left before task_submitted recorded them: (id, ok).
-  std::vector<std::pair<uint64_t, bool>> early_;
 };
 
 }  // namespace rankflow::runtime

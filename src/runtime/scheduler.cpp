@@ -134,7 +134,7 @@ Scheduler::Scheduler(HostServices services)
           [this] {
             if (dispatcher_) dispatcher_->chip_work_queued();
           }) {
-  auto dump = std::make_unique<GraphDump>();
+  auto dump = std::make_unique<GraphDump>(graph_);
   graph_dump_ = dump.get();
   observers_.add(std::move(dump));
   if (auto path = env::get("RANKFLOW_TRACE")) {

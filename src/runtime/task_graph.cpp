@@ -16,9 +16,16 @@ void TaskGraph::begin_run() {
   std::lock_guard lock(mutex_);
   tracker_.clear();
   run_tasks_.clear();
+  outcomes_.clear();
   first_id_ = next_id_;
   first_error_.clear();
   outstanding_ = 0;
+}
+
+std::vector<TaskGraph::Outcome> TaskGraph::outcomes(uint64_t& first) {
+  std::lock_guard lock(mutex_);
+  first = first_id_;
+  return outcomes_;
 }
 
 std::string TaskGraph::first_error() {
@@ -52,7 +59,8 @@ void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<By
     before.erase(std::unique(before.begin(), before.end()), before.end());
   }
   run_tasks_.push_back(task);
-  outstanding_.fetch_add(1, std::memory_order_relaxed);
+  outcomes_.push_back(Outcome::kPending);
+  count_outstanding(+1);
   for (uint64_t d : task->deps) {
     const auto& predecessor = run_tasks_[d - first_id_];
     if (predecessor == nullptr) continue;  // it succeeded (a failure ends the run's submits)
@@ -114,11 +122,12 @@ void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const st
 
 void TaskGraph::complete(const std::shared_ptr<TaskState>& task, bool ok,
                          const std::string& error) {
-  task->release_args();  // lets go of alloc tensors this task was the last user of
+  task->release_args();         // lets go of alloc tensors this task was the last user of
   task->stream.before.clear();  // (posting cleared it; a task never posted still holds it)
   run_tasks_[task->id - first_id_].reset();  // a finished state goes back to the pool
-  outstanding_.fetch_sub(1, std::memory_order_release);
-  finished_.fetch_add(1, std::memory_order_release);
+  outcomes_[task->id - first_id_] = ok ? Outcome::kDone : Outcome::kFailed;
+  count_outstanding(-1);
+  finished_.store(finished_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   if (!ok) {
     task->error = error;
     task->status = TaskStatus::kFailed;
@@ -152,7 +161,8 @@ void TaskGraph::skip_dependents(const TaskState& task, const std::string& why) {
     next->release_args();
     next->stream.before.clear();  // else it and its streamed predecessor hold each other
     run_tasks_[next->id - first_id_].reset();  // `next` itself is held by task.dependents
-    outstanding_.fetch_sub(1, std::memory_order_release);
+    outcomes_[next->id - first_id_] = Outcome::kSkipped;
+    count_outstanding(-1);
     skip_dependents(*next, why);
   }
 }

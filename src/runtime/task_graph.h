@@ -50,6 +50,11 @@ class TaskGraph {
   // Drops the records of a buffer whose memory was reclaimed.
   void forget(uint64_t buffer);
 
+  // How each task of the run has ended so far, by id - first (the run's first id, returned
+  // in `first`): for the graph dump.
+  enum class Outcome : uint8_t { kPending, kDone, kFailed, kSkipped };
+  std::vector<Outcome> outcomes(uint64_t& first);
+
   size_t outstanding() const { return outstanding_.load(std::memory_order_acquire); }
   uint64_t finished() const { return finished_.load(std::memory_order_acquire); }
   std::string first_error();
@@ -68,6 +73,7 @@ class TaskGraph {
   // By id - first_id_: the run's unfinished tasks (a finished one's entry is empty, so its
   // state returns to the pool once nobody else holds it).
   std::vector<std::shared_ptr<TaskState>> run_tasks_;
+  std::vector<Outcome> outcomes_;  // by id - first_id_, every task of the run
   uint64_t first_id_ = 1;
   uint64_t next_id_ = 1;
   uint64_t ready_counter_ = 0;
@@ -77,8 +83,13 @@ class TaskGraph {
   std::function<void(std::shared_ptr<TaskState>)> sub_ready_;
   std::function<void()> chip_work_;
   std::string first_error_;
+  // Written under the lock (load and store, no read-modify-write), read without it.
   std::atomic<size_t> outstanding_{0};
   std::atomic<uint64_t> finished_{0};  // tasks finished so far (progress, for timeouts)
+  void count_outstanding(int change) {
+    outstanding_.store(outstanding_.load(std::memory_order_relaxed) + change,
+                       std::memory_order_release);
+  }
 };
 
 }  // namespace rankflow::runtime
