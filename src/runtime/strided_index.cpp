@@ -75,11 +75,15 @@ size_t StridedIndex::narrowest(const Group& g, const ByteUse& use) {
 void StridedIndex::insert(Group& g, Entry entry) {
   const size_t slot = g.entries.size();
   const ByteUse& use = entry.record.use;
+  entry.in_tree = 0;
   for (uint32_t d = 0; d < g.layout.ndim; ++d) {
     Dimension& dim = g.dims[d];
-    // Views usually come in order (block after block): hinted at the end, such an insert takes
-    // no walk down the tree (a cache miss a level); any other key still lands in order.
-    entry.in_index[d] = dim.by_first.emplace_hint(dim.by_first.end(), entry.first[d], slot);
+    if (dim.ordered.empty() || entry.first[d] >= dim.ordered.back().first) {
+      dim.ordered.emplace_back(entry.first[d], slot);
+    } else {
+      entry.in_index[d] = dim.by_first.emplace(entry.first[d], slot);
+      entry.in_tree |= static_cast<uint8_t>(1u << d);
+    }
     ++dim.lengths[use.layout.shape[d]];
     dim.span = std::max(dim.span, entry.first[d] + use.layout.shape[d]);
   }
@@ -91,7 +95,7 @@ void StridedIndex::insert(Group& g, Entry entry) {
 }
 
 void StridedIndex::add(uint64_t task, const ByteUse& use) {
-  Entry entry{{task, use}, {}, {}, true};
+  Entry entry{{task, use}, {}, {}, 0, true};
   size_t phase = 0;
   if (!box_of(use, entry.first, phase)) {
     loose_.push_back({task, use});
@@ -118,7 +122,7 @@ void StridedIndex::erase_covered_by(const ByteUse& write) {
       if (!e.live || !covers(write, e.record.use)) continue;
       for (uint32_t d = 0; d < g.layout.ndim; ++d) {
         Dimension& dim = g.dims[d];
-        dim.by_first.erase(e.in_index[d]);
+        if (e.in_tree & (1u << d)) dim.by_first.erase(e.in_index[d]);
         const auto length = dim.lengths.find(e.record.use.layout.shape[d]);
         if (--length->second == 0) dim.lengths.erase(length);
       }

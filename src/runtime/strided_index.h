@@ -7,11 +7,13 @@
 // (exactness comes from overlaps()). Owned by the DependencyTracker, under the graph's lock.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <memory_resource>
+#include <utility>
 #include <vector>
 
 #include "runtime/protocol.h"
@@ -65,13 +67,18 @@ class StridedIndex {
   struct Entry {
     UseRecord record;
     size_t first[kMaxDims];
-    FirstIndex::iterator in_index[kMaxDims];
+    FirstIndex::iterator in_index[kMaxDims];  // where in_tree has the dimension's bit
+    uint8_t in_tree;                          // dimensions indexed in the tree, not in order
     bool live;
   };
   // One dimension of a group: its entries by first index, how many have each extent, and the
-  // largest first + extent seen.
+  // largest first + extent seen. Views usually come in order (block after block), so entries
+  // whose first index is no smaller than the last one's are appended to a sorted vector (no
+  // node, no walk, and nothing to free one by one); only the others go into the tree. A dead
+  // entry's place in `ordered` stays until the group is rebuilt (queries skip it).
   struct Dimension {
     explicit Dimension(std::pmr::memory_resource* pool) : by_first(pool), lengths(pool) {}
+    std::vector<std::pair<size_t, size_t>> ordered;  // (first index, entry), sorted
     FirstIndex by_first;
     std::pmr::map<size_t, size_t> lengths;  // extent -> how many entries
     size_t span = 0;
@@ -83,7 +90,7 @@ class StridedIndex {
     size_t phase;
     size_t lo = SIZE_MAX;  // bounding bytes of every entry
     size_t hi = 0;
-    std::deque<Entry> entries;  // a deque: growing it moves no entry
+    std::vector<Entry> entries;  // indexed by position: growing it invalidates nothing
     std::vector<Dimension> dims;
     size_t live = 0;
   };
@@ -117,6 +124,12 @@ void StridedIndex::for_each_candidate(const ByteUse& use, Visit&& visit) const {
     const size_t longest = dim.longest();
     const size_t from = first[d] >= longest ? first[d] - longest + 1 : 0;
     const size_t to = first[d] + use.layout.shape[d];
+    auto in_order = std::lower_bound(dim.ordered.begin(), dim.ordered.end(),
+                                     std::pair<size_t, size_t>{from, 0});
+    for (; in_order != dim.ordered.end() && in_order->first < to; ++in_order) {
+      const Entry& e = g.entries[in_order->second];
+      if (e.live) visit(e.record);
+    }
     for (auto it = dim.by_first.lower_bound(from); it != dim.by_first.end() && it->first < to;
          ++it) {
       visit(g.entries[it->second].record);
