@@ -13,8 +13,8 @@ namespace rankflow::runtime {
 // back (each holds one control block); the store goes with the pool or, if states are still
 // out then, with the last of them.
 struct TaskPool::Store {
-  static constexpr size_t kBlockBytes = 128;  // a shared_ptr control block fits
-  static constexpr size_t kKeep = 4096;       // free states kept (a larger run frees the rest)
+  static constexpr size_t kBlockBytes = 128;        // a shared_ptr control block fits
+  static constexpr size_t kKeep = size_t{1} << 17;  // free states kept (beyond: freed)
   std::mutex mutex;
   std::vector<TaskState*> states;
   std::vector<void*> blocks;
