@@ -11,13 +11,17 @@
 //    its own column block (a strided view); a chain where task i reads element i and writes
 //    element i+1. Time per task: flat when inference is (targets: independent tasks <= 1 us,
 //    the chain no more than the 256-task chain above).
-// Medians over batches, beside the reference L3 runtime's published figures.
+// Medians over batches, beside the reference L3 runtime's published figures, after the
+// machine's phase: Open MPI's 4 B allreduce over the same ranks (the machine is shared, and its
+// speed changes by a factor of two or more from one hour to the next).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <mpi.h>
 
 #include "rankflow/runtime.h"
 
@@ -30,6 +34,22 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// Open MPI's 4 B allreduce over every rank, median of batches (before init: nothing of
+// rankflow's runs yet).
+double mpi_phase_us(int batches) {
+  std::vector<double> samples;
+  float in = 1, out = 0;
+  for (int b = 0; b < batches; ++b) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto start = Clock::now();
+    for (int i = 0; i < 1000; ++i)
+      MPI_Allreduce(&in, &out, 1, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
+    samples.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count() /
+                      1000);
+  }
+  return median(samples);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -38,6 +58,7 @@ int main(int argc, char** argv) {
   const int runs_per_batch = quick ? 20 : 200;
   try {
     rankflow::Worker worker(argc, argv, {.num_sub_workers = 1});
+    const double phase = mpi_phase_us(batches);
     auto noop = worker.register_kernel("noop", [](rankflow::TaskContext&) {});
     worker.init();
     const int chips = worker.chips();
@@ -127,6 +148,7 @@ int main(int argc, char** argv) {
           "# rankflow runtime_bench: 1 host + %d chip worker(s), no-op kernels, medians of "
           "%d batches\n",
           chips, batches);
+      std::printf("# machine phase: Open MPI 4 B allreduce over the same ranks %.2f us\n", phase);
       std::printf("%-44s %10s %12s %10s\n", "measure", "rankflow", "reference", "target");
       std::printf("%-44s %8.2f us %9.2f us %7s us\n", "one-task run", one, 53.8, "<= 2");
       for (const auto& [n, us] : independent) {
