@@ -169,8 +169,8 @@ void AlgorithmTable<Args>::log_choice(size_t bytes, int members, const Rules& ru
 
 template <typename Args>
 const Algorithm<Args>& AlgorithmTable<Args>::select(size_t bytes, int members, bool has_inbox,
-                                                    const Rules& rules) const {
-  const Entry& chosen = choose(bytes, members, has_inbox, rules);
+                                                    const Rules& rules, Buffers buffers) const {
+  const Entry& chosen = choose(bytes, members, has_inbox, rules, buffers);
   if (log::enabled(env::LogLevel::kDebug)) log_choice(bytes, members, rules, chosen);
   return chosen;
 }
@@ -187,9 +187,10 @@ Overrides overrides_from_environment() {
 }
 
 const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
-                                           const AlgorithmTable<AllreduceArgs>::Rules& overrides) {
+                                           const AlgorithmTable<AllreduceArgs>::Rules& overrides,
+                                           Buffers buffers) {
   if (requested != "auto") return allreduce_table().find(requested);
-  return allreduce_table().select(bytes, members, true, overrides);
+  return allreduce_table().select(bytes, members, true, overrides, buffers);
 }
 
 std::span<const AllreduceAlgorithm> allreduce_algorithms() {

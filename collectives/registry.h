@@ -42,6 +42,11 @@ struct Limits {
 inline constexpr Limits kAnyMessage{};
 inline constexpr Limits kNoMessage{1, 0};
 
+// The memory a collective runs on: symmetric (comm.alloc memory, a domain's buffers: in place)
+// or the caller's own (plain: staged, or pushed from and into it). Every member of a call passes
+// the same kind, as symmetric memory requires, so a choice by kind stays in step.
+enum class Buffers : uint8_t { kSymmetric, kPlain };
+
 // How an entry's run takes its arguments: the allreduce algorithms take AllreduceArgs by value
 // themselves (collective.h); the others' adaptors (tables.cpp) take a reference, so that the
 // struct is not copied on the way (a copy costs a store-forwarding stall on every call).
@@ -74,6 +79,13 @@ struct Algorithm {
   // peers read the staged input, not fetching the lines their caches hold can win. Chosen per
   // collective and size from bench --buffers user --stage-copy ab (docs/performance.md).
   Limits streams_staged = kNoMessage;
+  // Where the latest sweep (scripts/sweep-choices.py, recorded in collectives/sweep_choices.txt
+  // and held to it by tests/unit/sweep_choices_test.cpp) found it fastest on symmetric and on
+  // plain buffers, where that differs from `preferred`: checked for the call's kind of buffers
+  // before `preferred`, which decides wherever no entry's measured range holds (other member
+  // counts than the sweep's, for one).
+  Limits measured_symmetric = kNoMessage;
+  Limits measured_plain = kNoMessage;
 };
 
 // Arguments of the non-allreduce collectives. Offsets are in the team's window; the pointers are
@@ -148,8 +160,14 @@ class AlgorithmTable {
 
   // Throws InvalidArgument listing the valid names.
   const Entry& find(std::string_view name) const;
-  // The built-in choice: the first entry whose `preferred` holds the message.
-  const Entry& builtin(size_t bytes, int members, bool has_inbox) const {
+  // The built-in choice: the first entry whose measured range for `buffers` holds the message,
+  // else the first entry whose `preferred` does.
+  const Entry& builtin(size_t bytes, int members, bool has_inbox,
+                       Buffers buffers = Buffers::kSymmetric) const {
+    for (const Entry& a : algorithms_) {
+      const Limits& measured = buffers == Buffers::kPlain ? a.measured_plain : a.measured_symmetric;
+      if (measured.holds(bytes, members, has_inbox)) return a;
+    }
     for (const Entry& a : algorithms_) {
       if (a.preferred.holds(bytes, members, has_inbox)) return a;
     }
@@ -161,19 +179,21 @@ class AlgorithmTable {
   Rules from_environment() const;
   // The first rule whose range holds `bytes` and whose algorithm serves the message, else the
   // built-in choice. Inline and silent: communicators call it on every collective.
-  const Entry& choose(size_t bytes, int members, bool has_inbox, const Rules& rules) const {
+  const Entry& choose(size_t bytes, int members, bool has_inbox, const Rules& rules,
+                      Buffers buffers = Buffers::kSymmetric) const {
     for (const SizeRule<Args>& rule : rules) {
       if (bytes >= rule.min_bytes && bytes < rule.max_bytes &&
           rule.algorithm->serves.holds(bytes, members, has_inbox))
         return *rule.algorithm;
     }
-    return builtin(bytes, members, has_inbox);
+    return builtin(bytes, members, has_inbox, buffers);
   }
   // Logs at debug level the rules choose() skipped (their algorithms do not serve the message)
   // and `chosen`: "allgather of 64 bytes on 2 members: pushed".
   void log_choice(size_t bytes, int members, const Rules& rules, const Entry& chosen) const;
   // choose(), logged when RANKFLOW_LOG=debug.
-  const Entry& select(size_t bytes, int members, bool has_inbox, const Rules& rules) const;
+  const Entry& select(size_t bytes, int members, bool has_inbox, const Rules& rules,
+                      Buffers buffers = Buffers::kSymmetric) const;
 
  private:
   const char* collective_;
@@ -217,7 +237,8 @@ Overrides overrides_from_environment();
 // Allreduce also takes an explicit name from the caller: `requested` is an algorithm name or
 // "auto"; "auto" takes the override rules, then the built-in table.
 const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
-                                           const AlgorithmTable<AllreduceArgs>::Rules& overrides);
+                                           const AlgorithmTable<AllreduceArgs>::Rules& overrides,
+                                           Buffers buffers = Buffers::kSymmetric);
 // Shorthands for allreduce_table().algorithms / .find / .builtin (with an inbox).
 std::span<const AllreduceAlgorithm> allreduce_algorithms();
 const AllreduceAlgorithm& find_allreduce(std::string_view name);

@@ -29,15 +29,26 @@ constexpr Limits kSmallAllreduce{0, kInbox};
 constexpr Limits kStreamedBroadcastStaging{16 << 10, 512 << 10, 2, 2};
 constexpr Limits kStreamedAllgatherStaging{2 << 20, SIZE_MAX, 2, 2};
 constexpr Limits kStreamedAllToAllStaging{16 << 10, SIZE_MAX, 2, 2};
+// Where the latest sweep (2026-12-01, 2 members, median of 3; collectives/sweep_choices.txt)
+// found another algorithm than `preferred` fastest (measured_symmetric, measured_plain):
+// - allreduce: twophase from 4 KiB on symmetric buffers (onephase to 2 KiB); onephase from
+//   4 MiB on plain ones (its one staged round beats twophase's two there);
+// - the exchanges and broadcast: the read-based path where one inbox round would carry more than
+//   1-2 KiB a member (the slot's copy costs more than a read in place).
+constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
+  return {min_bytes, max_bytes, 2, 2};
+}
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
 
 //  name, run, summary, label, serves, preferred, pushes, writes_dst, stages_src
 constexpr AllreduceAlgorithm kAllreduce[] = {
     {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)",
-     kAnyMessage, kSmallAllreduce, kOnephasePushes, true, false},
+     kAnyMessage, kSmallAllreduce, kOnephasePushes, true, false, kNoMessage, kNoMessage,
+     kTwoMembers(4 << 20, SIZE_MAX)},
     {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
-     "allreduce(twophase)", kAnyMessage, kAnyMessage, kNoMessage, true, true},
+     "allreduce(twophase)", kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage,
+     kTwoMembers(2049, kInbox)},
     {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring", "allreduce(ring)",
      kAnyMessage, kNoMessage, kNoMessage, false, false},
     {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
@@ -60,7 +71,7 @@ constexpr AllgatherAlgorithm kAllgather[] = {
      "allgather(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
      "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
-     kStreamedAllgatherStaging},
+     kStreamedAllgatherStaging, kTwoMembers(1025, kInbox), kTwoMembers(2049, kInbox)},
 };
 
 // ---- reduce_scatter
@@ -76,7 +87,8 @@ constexpr ReduceScatterAlgorithm kReduceScatter[] = {
     {"pushed", &reduce_scatter_pushed_entry, "block p into member p's inbox, one round",
      "reduce_scatter(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &reduce_scatter_mesh_entry, "every member reads its block of each peer's input",
-     "reduce_scatter(mesh)", kAnyMessage, kAnyMessage, kNoMessage, false, false},
+     "reduce_scatter(mesh)", kAnyMessage, kAnyMessage, kNoMessage, false, false, kNoMessage,
+     kTwoMembers(2049, kInbox), kTwoMembers(1025, kInbox)},
 };
 
 // ---- broadcast
@@ -97,7 +109,8 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
     {"pushed", &broadcast_pushed_entry, "two members: the root pushes into the peer's inbox",
      "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
-     kAnyMessage, kAnyMessage, kNoMessage, true, true, kStreamedBroadcastStaging},
+     kAnyMessage, kAnyMessage, kNoMessage, true, true, kStreamedBroadcastStaging,
+     kTwoMembers(2049, kInbox), kTwoMembers(2049, kInbox)},
 };
 
 // ---- all_to_all
@@ -114,7 +127,7 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
      "all_to_all(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
      "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
-     kStreamedAllToAllStaging},
+     kStreamedAllToAllStaging, kTwoMembers(1025, kInbox), kTwoMembers(2049, kInbox)},
 };
 
 }  // namespace

@@ -71,6 +71,15 @@ class BufferPlacement {
   // when `copy_out`.
   Placement place_pair(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                        bool copy_in, bool copy_out, bool stream_in = false);
+  // Whether send and recv lie in one symmetric allocation (place_pair then runs in place).
+  // (A scan of the allocations, taking no reference: most programs have none or a few.)
+  bool symmetric(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes) const {
+    for (const Registered& r : allocations_) {
+      if (r.holds(send, send_bytes) && r.holds(recv, recv_bytes) && !r.allocation.expired())
+        return true;
+    }
+    return false;
+  }
   // The staging window's context, where collectives on the caller's own memory run.
   // The staging window as it is (remade at its smallest if a growth failed: every member
   // reaches this call in step, as every collective does).

@@ -243,17 +243,26 @@ class CommunicatorImpl {
     }
   }
 
-  const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes) const {
+  const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes,
+                                                   coll::Buffers buffers) const {
     if (requested != "auto") return coll::allreduce_table().find(requested);
-    return select(coll::allreduce_table(), overrides_.allreduce, bytes);
+    return select(coll::allreduce_table(), overrides_.allreduce, bytes, buffers);
+  }
+  // Which kind of memory send and recv are (BufferPlacement::symmetric): the tables choose by it.
+  coll::Buffers buffers_of(const void* send, size_t send_bytes, const void* recv,
+                           size_t recv_bytes) {
+    live();
+    return placement_->symmetric(send, send_bytes, recv, recv_bytes) ? coll::Buffers::kSymmetric
+                                                                     : coll::Buffers::kPlain;
   }
   // The algorithm of `table` for a message of `bytes` (see registry.h), logged at debug level.
   template <typename Args>
   const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
                                       const typename coll::AlgorithmTable<Args>::Rules& rules,
-                                      size_t bytes) const {
+                                      size_t bytes, coll::Buffers buffers) const {
     live();
-    const auto& chosen = table.choose(bytes, size_, placement_->staging().has_inbox(), rules);
+    const auto& chosen =
+        table.choose(bytes, size_, placement_->staging().has_inbox(), rules, buffers);
     if (log_choices_) table.log_choice(bytes, size_, rules, chosen);
     return chosen;
   }
@@ -361,7 +370,8 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
                      size_t count, DType dtype, ReduceOp op, std::string_view algorithm) {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t bytes = checked_bytes(count, dtype, 1, "allreduce");
-  const coll::AllreduceAlgorithm& chosen = impl.select_allreduce(algorithm, bytes);
+  const coll::AllreduceAlgorithm& chosen =
+      impl.select_allreduce(algorithm, bytes, impl.buffers_of(send, bytes, recv, bytes));
   return impl.launch(blocking, [&](RequestState& state) {
     prepare_algorithm(impl, state, chosen, bytes, send, bytes, recv, bytes,
                       [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
@@ -375,7 +385,8 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const size_t block = checked_bytes(count, dtype, 1, "allgather");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
   const size_t es = dtype_size(dtype);
-  const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block);
+  const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block,
+                                   impl.buffers_of(send, block, recv, total));
   return impl.launch(blocking, [&](RequestState& state) {
     prepare_algorithm(impl, state, chosen, block, send, block, recv, total,
                       [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
@@ -390,8 +401,8 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
   const size_t block = checked_bytes(count, dtype, 1, "reduce_scatter");
   const size_t total =
       checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
-  const auto& chosen =
-      impl.select(coll::reduce_scatter_table(), impl.overrides().reduce_scatter, block);
+  const auto& chosen = impl.select(coll::reduce_scatter_table(), impl.overrides().reduce_scatter,
+                                   block, impl.buffers_of(send, total, recv, block));
   return impl.launch(blocking, [&](RequestState& state) {
     prepare_algorithm(impl, state, chosen, block, send, total, recv, block,
                       [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
@@ -405,7 +416,8 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   impl.check_root(root, "broadcast");
   const size_t bytes = checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
-  const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes);
+  const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes,
+                                   impl.buffers_of(buffer, bytes, buffer, bytes));
   auto* ptr = static_cast<std::byte*>(buffer);
   return impl.launch(blocking, [&](RequestState& state) {
     if (chosen.pushes.holds(bytes, impl.size(), impl.staging().has_inbox())) {
@@ -433,7 +445,8 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
                       size_t count, DType dtype) {
   const size_t block = checked_bytes(count, dtype, 1, "all_to_all");
   const size_t total = checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
-  const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block);
+  const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block,
+                                   impl.buffers_of(send, total, recv, total));
   return impl.launch(blocking, [&](RequestState& state) {
     prepare_algorithm(impl, state, chosen, block, send, total, recv, total,
                       [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {

@@ -62,7 +62,9 @@ class AlgorithmOverride : public ::testing::TestWithParam<bool> {  // symmetric 
   void run(Communicator& comm, const coll::AlgorithmTable<Args>& table, std::string_view name,
            size_t bytes, Call&& call) {
     const int p = comm.size();
-    const auto& chosen = table.select(bytes, p, true, table.parse(name));
+    const auto& chosen =
+        table.select(bytes, p, true, table.parse(name),
+                     GetParam() ? coll::Buffers::kSymmetric : coll::Buffers::kPlain);
     if (table.find(name).serves.holds(bytes, p, true)) {
       EXPECT_EQ(chosen.name, name);
     }

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Sweeps every algorithm of every collective table on both buffer kinds and writes which one
+was fastest at each size: the data file that tests/unit/sweep_choices_test.cpp holds the
+algorithm tables to (collectives/sweep_choices.txt).
+
+    python3 scripts/sweep-choices.py [--build build] [--ranks 2] [--sweeps 3]
+                                     [--tolerance 0.10] [--out collectives/sweep_choices.txt]
+
+Each algorithm is forced with the collective's override variable (RANKFLOW_ALLGATHER=mesh, ...;
+allreduce with --algo), over 4 B to 64 MiB, `rankflow-bench --quick`, with the bench's own MPI
+column giving the machine's phase. Per (collective, buffers, size) the median of the sweeps'
+out-of-place times decides; every algorithm within `tolerance` of the fastest is recorded as
+acceptable too, since the machine's noise is larger than the gaps between them. An override
+for a size the algorithm does not serve falls back to the table's own choice, so only sizes an
+algorithm serves are compared (the serves limits below restate collectives/tables.cpp).
+"""
+import argparse
+import datetime
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+
+INBOX = 4096  # CollContext::kInboxBytes
+STREAM = 512  # CollContext::kStreamBytes
+# collective -> [(algorithm, largest size it serves on 2 members, smallest)]
+ALGORITHMS = {
+    "allreduce": [("onephase", None, 0), ("twophase", None, 0), ("ring", None, 0),
+                  ("bidirectional_ring", None, 0), ("ibing", None, 0)],
+    "allgather": [("pushed", INBOX, 1), ("mesh", None, 0)],
+    "reduce_scatter": [("pushed", INBOX, 1), ("mesh", None, 0)],
+    "broadcast": [("streamed", STREAM, 0), ("pushed", INBOX, 1), ("direct", None, 0)],
+    "all_to_all": [("pushed", INBOX, 1), ("mesh", None, 0)],
+}
+BUFFERS = ["symmetric", "user"]
+
+
+def run_bench(args, coll, algo, buffers):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    bench = [os.path.join(args.build, "bench", "rankflow-bench"), "--coll", coll, "--buffers",
+             buffers, "--min-bytes", "4", "--max-bytes", args.max_bytes, "--quick"]
+    mpirun = ["mpirun", "-n", str(args.ranks), "--bind-to", "core"]
+    if coll == "allreduce":
+        bench += ["--algo", algo]
+    else:
+        variable = "RANKFLOW_" + coll.upper()
+        env[variable] = algo
+        mpirun += ["-x", variable]
+    with tempfile.NamedTemporaryFile(suffix=".tbl") as table:
+        subprocess.run(mpirun + bench + ["--table", table.name], env=env, check=True,
+                       stdout=subprocess.DEVNULL, timeout=600)
+        rows = {}
+        with open(table.name) as f:
+            for line in f:
+                if line.startswith("#"):
+                    continue
+                fields = line.split()
+                rows[int(fields[2])] = (float(fields[3]), float(fields[7]))  # oop_us, mpi_us
+        return rows
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--build", default="build")
+    p.add_argument("--ranks", type=int, default=2)
+    p.add_argument("--sweeps", type=int, default=3)
+    p.add_argument("--tolerance", type=float, default=0.10)
+    p.add_argument("--max-bytes", default="64M")
+    p.add_argument("--out", default="collectives/sweep_choices.txt")
+    p.add_argument("--raw", help="also write every median time here (collective buffers "
+                   "algorithm bytes us)")
+    args = p.parse_args()
+
+    times = {}  # (coll, buffers, algo, bytes) -> [us per sweep]
+    phase = []  # MPI's 4 B time per run
+    for sweep in range(args.sweeps):
+        for coll, algos in ALGORITHMS.items():
+            for buffers in BUFFERS:
+                for algo, largest, smallest in algos:
+                    rows = run_bench(args, coll, algo, buffers)
+                    if 4 in rows:
+                        phase.append(rows[4][1])
+                    for bench_bytes, (us, _) in rows.items():
+                        # The bench's size is the whole buffer; the tables' is one block for
+                        # the exchanges.
+                        size = bench_bytes
+                        if coll not in ("allreduce", "broadcast"):
+                            size = bench_bytes // 4 // args.ranks * 4
+                        if size < smallest or (largest is not None and size > largest):
+                            continue
+                        times.setdefault((coll, buffers, algo, size), []).append(us)
+        print(f"sweep-choices: sweep {sweep + 1} of {args.sweeps} done", file=sys.stderr)
+
+    lines = [
+        "# The fastest algorithm of each collective per buffer kind and message size (bytes: the",
+        "# whole message for allreduce and broadcast, one block for the others), written by",
+        "# scripts/sweep-choices.py; tests/unit/sweep_choices_test.cpp checks the tables against",
+        "# it. Fields: collective buffers members bytes fastest [others within the tolerance].",
+        f"# {datetime.date.today()}, {args.ranks} ranks, median of {args.sweeps} sweeps "
+        f"(rankflow-bench --quick), tolerance {args.tolerance:.0%}, machine phase: Open MPI's "
+        f"smallest collectives {statistics.median(phase):.2f} us (median).",
+    ]
+    for coll, algos in ALGORITHMS.items():
+        for buffers in BUFFERS:
+            sizes = sorted({k[3] for k in times if k[0] == coll and k[1] == buffers})
+            for size in sizes:
+                medians = {a: statistics.median(times[(coll, buffers, a, size)])
+                           for a, _, _ in algos if (coll, buffers, a, size) in times}
+                ranked = sorted(medians, key=medians.get)
+                best = medians[ranked[0]]
+                close = [a for a in ranked[1:] if medians[a] <= best * (1 + args.tolerance)]
+                lines.append(" ".join([coll, buffers, str(args.ranks), str(size), ranked[0]] + close))
+    if args.raw:
+        with open(args.raw, "w") as f:
+            for (coll, buffers, algo, size), us in sorted(times.items()):
+                f.write(f"{coll} {buffers} {algo} {size} {statistics.median(us):.2f}\n")
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"sweep-choices: wrote {args.out}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
