@@ -33,6 +33,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "rankflow/types.h"
 
@@ -41,6 +42,7 @@ namespace rankflow {
 class CommunicatorImpl;
 struct SymmetricAllocation;
 struct RequestState;
+struct Registration;
 
 // A non-blocking collective in flight. test() advances it without blocking; wait() completes
 // it (see the progress rule above: until then it may need this rank's calls to advance). Recv
@@ -82,6 +84,29 @@ class SymmetricBuffer {
   std::shared_ptr<SymmetricAllocation> allocation_;
 };
 
+// The caller's own memory registered with a communicator (Communicator::register_buffer), as
+// NCCL's ncclCommRegister or UCC's mem_map register memory that collectives reuse every
+// iteration. It stays the caller's memory: a collective on it runs as on any plain buffer
+// (staged), except that the staging window was made large enough when it was registered, so
+// no collective on it grows the window (a collective window creation) on the way. On one host
+// that is all registration can buy without XPMEM: UCX can map into a peer only memory it
+// allocated itself (comm.alloc is that), and its software RMA on registered user memory reads
+// at a fraction of a staging copy (docs/collectives.md, "Registered buffers"); the same holds
+// under UCX_TLS=tcp,self. data() and bytes() after deregister are an InvalidArgument.
+class RegisteredBuffer {
+ public:
+  RegisteredBuffer() = default;
+  void* data() const;
+  size_t bytes() const;
+  // Registered and not yet deregistered.
+  explicit operator bool() const;
+
+ private:
+  friend class CommunicatorImpl;
+  explicit RegisteredBuffer(std::shared_ptr<Registration> r) : registration_(std::move(r)) {}
+  std::shared_ptr<Registration> registration_;
+};
+
 class Communicator {
  public:
   // Collective over `comm`. Initialises rankflow's transport on first use (and MPI, if the
@@ -96,6 +121,14 @@ class Communicator {
   Communicator split(int color, int key) const;
   // Collective: `bytes` of symmetric memory on every member (zeroed).
   SymmetricBuffer alloc(size_t bytes) const;
+  // Collective: registers `bytes` of the caller's own memory at `ptr` (members may register
+  // different sizes), which must stay valid until deregister. A null pointer, no bytes, or an
+  // overlap with a live registration on any member is an InvalidArgument on every member.
+  RegisteredBuffer register_buffer(void* ptr, size_t bytes) const;
+  // Ends the registration on this member (the memory stays the caller's); call it on every
+  // member, as register_buffer. A buffer already deregistered, or an empty handle, is an
+  // InvalidArgument.
+  void deregister(RegisteredBuffer& buffer) const;
 
   // `algorithm`: "auto" (RANKFLOW_ALLREDUCE, then the built-in table) or one of onephase,
   // twophase, ring, bidirectional_ring, ibing.

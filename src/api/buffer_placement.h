@@ -87,6 +87,9 @@ class BufferPlacement {
     if (!staging_) grow_staging(kMinStage);
     return *staging_;
   }
+  // Collective: grows the staging window (if needed) so that its buffers hold `bytes` each.
+  void prepare_staging(size_t bytes) { staged(bytes); }
+  size_t staging_bytes() const { return stage_bytes_; }
   // Collectives place_pair() has put into the staging window (for tests and diagnostics).
   size_t staged_count() const { return staged_count_; }
 

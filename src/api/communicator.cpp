@@ -15,6 +15,7 @@
 
 #include "api/buffer_placement.h"
 #include "api/communicator_internal.h"
+#include "api/registrations.h"
 #include "collectives/registry.h"
 #include "common/log.h"
 #include "rankflow/error.h"
@@ -92,6 +93,7 @@ class CommunicatorImpl {
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
     placement_ = std::make_unique<api::BufferPlacement>(context_, comm_);
+    registrations_ = std::make_unique<api::Registrations>(context_, comm_);
   }
 
   ~CommunicatorImpl() {
@@ -118,6 +120,26 @@ class CommunicatorImpl {
     live();
     return SymmetricBuffer(placement_->alloc(bytes));
   }
+
+  // See Communicator::register_buffer: the staging window grows to the largest buffer any
+  // member registered, here, once.
+  RegisteredBuffer register_buffer(void* ptr, size_t bytes) {
+    transport::ProgressThread::Guard guard(progress_thread());
+    live();
+    finish_outstanding();
+    size_t largest = 0;
+    auto registration = registrations_->add(ptr, bytes, largest);
+    placement_->prepare_staging(largest);
+    return RegisteredBuffer(std::move(registration));
+  }
+  void deregister(RegisteredBuffer& buffer) {
+    if (!buffer.registration_) {
+      throw InvalidArgument("Communicator::deregister: an empty RegisteredBuffer");
+    }
+    live();
+    registrations_->remove(*buffer.registration_);
+  }
+  size_t staging_bytes() const { return placement_->staging_bytes(); }
 
   // Collectives on [begin, end) of `team`'s window run in place (see BufferPlacement::adopt).
   void adopt(const Team& team, size_t begin, size_t end) {
@@ -280,6 +302,7 @@ class CommunicatorImpl {
   int rank_ = 0;
   int size_ = 0;
   std::unique_ptr<api::BufferPlacement> placement_;  // symmetric memory and staging
+  std::unique_ptr<api::Registrations> registrations_;
   std::weak_ptr<RequestState> outstanding_;
   RequestState blocking_;
   std::weak_ptr<CommunicatorImpl> self_;
@@ -301,6 +324,10 @@ size_t staged_collectives(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staged_count();
 }
 
+size_t staging_bytes(const Communicator& communicator) {
+  return CommunicatorImpl::of(communicator).staging_bytes();
+}
+
 }  // namespace api
 
 int Communicator::rank() const {
@@ -314,6 +341,33 @@ MPI_Comm Communicator::mpi_comm() const {
 }
 SymmetricBuffer Communicator::alloc(size_t bytes) const {
   return impl_->alloc(bytes);
+}
+RegisteredBuffer Communicator::register_buffer(void* ptr, size_t bytes) const {
+  return impl_->register_buffer(ptr, bytes);
+}
+void Communicator::deregister(RegisteredBuffer& buffer) const {
+  impl_->deregister(buffer);
+}
+
+namespace {
+const Registration& live_registration(const std::shared_ptr<Registration>& r, const char* what) {
+  if (!r) throw InvalidArgument(std::string("RegisteredBuffer::") + what + " on an empty handle");
+  if (!r->live) {
+    throw InvalidArgument(std::string("RegisteredBuffer::") + what +
+                          " after deregister: the buffer is no longer registered");
+  }
+  return *r;
+}
+}  // namespace
+
+void* RegisteredBuffer::data() const {
+  return live_registration(registration_, "data").base;
+}
+size_t RegisteredBuffer::bytes() const {
+  return live_registration(registration_, "bytes").bytes;
+}
+RegisteredBuffer::operator bool() const {
+  return registration_ != nullptr && registration_->live;
 }
 void Communicator::barrier() const {
   impl_->barrier();

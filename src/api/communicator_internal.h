@@ -21,5 +21,7 @@ Communicator communicator_over(MPI_Comm comm, const Team& team, size_t begin, si
 // How many collectives `communicator` has placed in its staging window so far (the pushed and
 // streamed paths and symmetric memory never are).
 size_t staged_collectives(const Communicator& communicator);
+// The bytes each of the staging window's two buffers holds now.
+size_t staging_bytes(const Communicator& communicator);
 
 }  // namespace rankflow::api
