@@ -15,6 +15,10 @@ struct Options {
   size_t min_bytes = 4;
   size_t max_bytes = size_t{64} << 20;
   bool symmetric = true;
+  bool registered = false;  // --buffers registered: plain memory, registered with the communicator
+  const char* buffers() const {
+    return symmetric ? "symmetric" : registered ? "registered" : "user";
+  }
   // How staged plain-buffer sources are copied in: table (as each algorithm says), memcpy,
   // stream (non-temporal stores), or ab (memcpy and stream batch by batch, a row each).
   std::string stage_copy = "table";
@@ -59,13 +63,15 @@ inline const char* kUsage =
     "usage: rankflow-bench [--coll "
     "allreduce,allgather,reduce_scatter,broadcast,all_to_all,barrier|all]\n"
     "                      [--algo auto|onephase,twophase,ring,bidirectional_ring,ibing|all]\n"
-    "                      [--min-bytes 4] [--max-bytes 64M] [--buffers symmetric|user]\n"
+    "                      [--min-bytes 4] [--max-bytes 64M] [--buffers "
+    "symmetric|user|registered]\n"
     "                      [--stage-copy table|memcpy|stream|ab]\n"
     "                      [--batches 9] [--quick] [--json PATH] [--table PATH] [--help]\n"
     "  --coll      collectives to sweep (default allreduce)\n"
     "  --algo      allreduce algorithms by registry name, or auto (default auto)\n"
     "  --min-bytes, --max-bytes  message sizes, powers of two between (K, M, G suffixes)\n"
-    "  --buffers   symmetric: comm.alloc memory (default); user: plain std::vector memory\n"
+    "  --buffers   symmetric: comm.alloc memory (default); user: plain std::vector memory;\n"
+    "              registered: the same, registered (Communicator::register_buffer)\n"
     "  --stage-copy  how plain sources are staged: as each algorithm's table entry says (table,\n"
     "              the default), memcpy, non-temporal stores (stream), or ab: memcpy and stream\n"
     "              in alternate batches, one row each (in-place calls are not timed then)\n"
@@ -114,8 +120,11 @@ inline Options parse_options(int argc, char** argv) {
       o.max_bytes = parse_bytes(value());
     } else if (arg == "--buffers") {
       const std::string v = value();
-      if (v != "symmetric" && v != "user") throw InvalidArgument("--buffers is symmetric or user");
+      if (v != "symmetric" && v != "user" && v != "registered") {
+        throw InvalidArgument("--buffers is symmetric, user or registered");
+      }
       o.symmetric = v == "symmetric";
+      o.registered = v == "registered";
     } else if (arg == "--stage-copy") {
       o.stage_copy = value();
       if (o.stage_copy != "table" && o.stage_copy != "memcpy" && o.stage_copy != "stream" &&

@@ -109,6 +109,7 @@ class Driver {
       user_.resize(2 * per_buffer);
       send_ = user_.data();
       recv_ = send_ + per_buffer;
+      if (o_.registered) registration_ = comm_.register_buffer(user_.data(), user_.size());
     }
     mpi_send_.resize(per_buffer);
     mpi_recv_.resize(per_buffer);
@@ -294,7 +295,7 @@ class Driver {
   }
 
   void measure(const std::string& coll, const std::string& algo, size_t bytes) {
-    Row row{coll, algo, o_.symmetric ? "symmetric" : "user"};
+    Row row{coll, algo, o_.buffers()};
     row.count = count_for(coll, bytes);
     if (coll != "barrier" && row.count == 0) return;
     row.bytes = coll == "barrier" ? 0 : bytes;
@@ -342,7 +343,11 @@ class Driver {
   void print_header() const {
     if (comm_.rank() != 0) return;
     std::printf("# rankflow-bench: %d ranks, %s buffers, f32 sum, median of %d batches\n",
-                comm_.size(), o_.symmetric ? "symmetric (comm.alloc)" : "plain user", o_.batches);
+                comm_.size(),
+                o_.symmetric    ? "symmetric (comm.alloc)"
+                : o_.registered ? "registered plain"
+                                : "plain user",
+                o_.batches);
     std::printf(
         "# from %zu B up every call gets freshly written input (one store per cache "
         "line, not timed), for rankflow and MPI alike\n",
@@ -370,8 +375,8 @@ class Driver {
 
   void write_json() const {
     std::ofstream out(o_.json);
-    out << "{\"ranks\": " << comm_.size() << ", \"buffers\": \""
-        << (o_.symmetric ? "symmetric" : "user") << "\", \"rows\": [\n";
+    out << "{\"ranks\": " << comm_.size() << ", \"buffers\": \"" << o_.buffers()
+        << "\", \"rows\": [\n";
     for (size_t i = 0; i < rows_.size(); ++i) {
       const Row& r = rows_[i];
       out << "  {\"collective\": \"" << r.coll << "\", \"algorithm\": \"" << r.algo
@@ -402,6 +407,7 @@ class Driver {
   const Options& o_;
   Communicator& comm_;
   SymmetricBuffer arena_;
+  RegisteredBuffer registration_;               // --buffers registered
   static constexpr size_t kCopySkew = 33 * 64;  // cache-line aligned, not 4 KiB-aliased
   std::vector<std::byte> user_, mpi_send_, mpi_recv_, copy_a_, copy_b_;
   std::byte* send_ = nullptr;
