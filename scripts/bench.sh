@@ -44,6 +44,32 @@ GNUPLOT
 plot "$stem-symmetric.txt" "$stem-allreduce-symmetric.png" "allreduce busbw, 2 ranks, symmetric buffers"
 plot "$stem-user.txt" "$stem-allreduce-user.png" "allreduce busbw, 2 ranks, plain user buffers"
 
+# Every collective on plain buffers (what users get: allreduce auto), beside Open MPI's busbw.
+plot_plain() {  # plot_plain <table> <png>
+  local table=$1 png=$2 panels=""
+  for coll in allreduce allgather reduce_scatter broadcast all_to_all; do
+    local algo=direct
+    [ "$coll" = allreduce ] && algo=auto
+    panels+="set title '$coll, plain buffers'
+plot '< grep \"^$coll $algo \" $table' using 3:5 with linespoints title 'rankflow', \
+     '< grep \"^$coll $algo \" $table' using 3:9 with linespoints title 'Open MPI'
+"
+  done
+  gnuplot <<GNUPLOT
+set terminal pngcairo size 1500,900 noenhanced
+set output '$png'
+set multiplot layout 2,3 title 'busbw (GB/s) against message size, 2 ranks, plain user buffers'
+set logscale x 2
+set logscale y 10
+set format x '%.0b%B'
+set key left top
+set grid
+$panels
+unset multiplot
+GNUPLOT
+}
+plot_plain "$stem-user.txt" "$stem-plain-busbw.png"
+
 summary() {  # summary <table> <label>
   echo
   echo "## $2: rankflow out-of-place vs Open MPI (time ratio below 4 KiB, busbw ratio above)"
@@ -74,4 +100,5 @@ for kind in symmetric user registered; do
 done
 echo "# $slower rows slower than Open MPI"
 echo
-echo "results: $stem.json, plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png"
+echo "results: $stem.json, plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png," \
+  "$stem-plain-busbw.png"
