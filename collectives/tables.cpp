@@ -31,7 +31,7 @@ constexpr Limits kStreamedAllgatherStaging{2 << 20, SIZE_MAX, 2, 2};
 constexpr Limits kStreamedAllToAllStaging{16 << 10, SIZE_MAX, 2, 2};
 // Where the latest sweep (2026-12-01, 2 members, median of 3; collectives/sweep_choices.txt)
 // found another algorithm than `preferred` fastest (measured_symmetric, measured_plain):
-// - allreduce: twophase from 4 KiB on symmetric buffers (onephase to 2 KiB); onephase from
+// - allreduce: twophase above 2 KiB on symmetric buffers (onephase to 2 KiB); onephase from
 //   4 MiB on plain ones (its one staged round beats twophase's two there);
 // - the exchanges and broadcast: the read-based path where one inbox round would carry more than
 //   1-2 KiB a member (the slot's copy costs more than a read in place).

@@ -90,7 +90,7 @@ class StridedIndex {
     size_t phase;
     size_t lo = SIZE_MAX;  // bounding bytes of every entry
     size_t hi = 0;
-    std::vector<Entry> entries;  // indexed by position: growing it invalidates nothing
+    std::vector<Entry> entries;  // indexed by position (indices survive growth)
     std::vector<Dimension> dims;
     size_t live = 0;
   };
