@@ -161,6 +161,13 @@ void AlgorithmTable<Args>::log_choice(size_t bytes, int members, const Rules& ru
   for (const SizeRule<Args>& rule : rules) {
     if (bytes < rule.min_bytes || bytes >= rule.max_bytes) continue;
     if (rule.algorithm == &chosen) break;
+    if (rule.algorithm->open_mpi && rule.algorithm->serves.holds(bytes, members, true)) {
+      log::debug(variable_, ": ", rule.algorithm->name, " skipped for ", bytes, " bytes on ",
+                 members,
+                 " members (Open MPI's collective runs blocking library-mode calls on "
+                 "arguments MPI takes only)");
+      continue;
+    }
     log::debug(variable_, ": ", rule.algorithm->name, " skipped for ", bytes, " bytes on ", members,
                " members (it serves ", rule.algorithm->serves.describe(), ")");
   }
@@ -169,8 +176,9 @@ void AlgorithmTable<Args>::log_choice(size_t bytes, int members, const Rules& ru
 
 template <typename Args>
 const Algorithm<Args>& AlgorithmTable<Args>::select(size_t bytes, int members, bool has_inbox,
-                                                    const Rules& rules, Buffers buffers) const {
-  const Entry& chosen = choose(bytes, members, has_inbox, rules, buffers);
+                                                    const Rules& rules, Buffers buffers,
+                                                    bool open_mpi_allowed) const {
+  const Entry& chosen = choose(bytes, members, has_inbox, rules, buffers, open_mpi_allowed);
   if (log::enabled(env::LogLevel::kDebug)) log_choice(bytes, members, rules, chosen);
   return chosen;
 }
@@ -188,9 +196,13 @@ Overrides overrides_from_environment() {
 
 const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
                                            const AlgorithmTable<AllreduceArgs>::Rules& overrides,
-                                           Buffers buffers) {
-  if (requested != "auto") return allreduce_table().find(requested);
-  return allreduce_table().select(bytes, members, true, overrides, buffers);
+                                           Buffers buffers, bool open_mpi_allowed) {
+  if (requested != "auto") {
+    const AllreduceAlgorithm& named = allreduce_table().find(requested);
+    if (!named.open_mpi || open_mpi_allowed) return named;
+    // "mpi" where Open MPI cannot take the call: the table's own choice instead.
+  }
+  return allreduce_table().select(bytes, members, true, overrides, buffers, open_mpi_allowed);
 }
 
 std::span<const AllreduceAlgorithm> allreduce_algorithms() {

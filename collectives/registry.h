@@ -42,6 +42,19 @@ struct Limits {
 inline constexpr Limits kAnyMessage{};
 inline constexpr Limits kNoMessage{1, 0};
 
+// Up to three sets of messages, for where a sweep found an algorithm fastest: its sizes need
+// not be one range.
+struct Ranges {
+  Limits sets[3] = {kNoMessage, kNoMessage, kNoMessage};
+  constexpr Ranges() = default;
+  constexpr Ranges(Limits a, Limits b = kNoMessage, Limits c = kNoMessage)  // NOLINT: implicit
+      : sets{a, b, c} {}
+  constexpr bool holds(size_t bytes, int members, bool has_inbox) const {
+    return sets[0].holds(bytes, members, has_inbox) || sets[1].holds(bytes, members, has_inbox) ||
+           sets[2].holds(bytes, members, has_inbox);
+  }
+};
+
 // The memory a collective runs on: symmetric (comm.alloc memory, a domain's buffers: in place)
 // or the caller's own (plain: staged, or pushed from and into it). Every member of a call passes
 // the same kind, as symmetric memory requires, so a choice by kind stays in step.
@@ -67,7 +80,9 @@ struct Algorithm {
   std::string_view summary;
   const char* label;  // "<collective>(<name>)", as diagnostics name it
   Limits serves;      // the messages it is correct for; never run outside them
-  Limits preferred;   // where it is the built-in choice (the first entry whose range holds wins)
+  // Where it is the built-in choice when no entry's measured range (below) holds the message:
+  // the first entry whose `preferred` holds wins.
+  Limits preferred;
   // Messages it runs straight from and into the caller's memory (any memory, nothing staged,
   // window offsets unused): the pushed and streamed paths.
   Limits pushes;
@@ -84,8 +99,13 @@ struct Algorithm {
   // plain buffers, where that differs from `preferred`: checked for the call's kind of buffers
   // before `preferred`, which decides wherever no entry's measured range holds (other member
   // counts than the sweep's, for one).
-  Limits measured_symmetric = kNoMessage;
-  Limits measured_plain = kNoMessage;
+  Ranges measured_symmetric = {};
+  Ranges measured_plain = {};
+  // Open MPI's own collective on the communicator's MPI_Comm, which the library-mode
+  // communicator runs itself (api/mpi_collectives.h; `run` is null): where the sweep found
+  // every staged path slower on plain buffers (Open MPI copies once, through CMA on one host).
+  // Chosen only where the caller allows it (see choose()).
+  bool open_mpi = false;
 };
 
 // Arguments of the non-allreduce collectives. Offsets are in the team's window; the pointers are
@@ -161,12 +181,14 @@ class AlgorithmTable {
   // Throws InvalidArgument listing the valid names.
   const Entry& find(std::string_view name) const;
   // The built-in choice: the first entry whose measured range for `buffers` holds the message,
-  // else the first entry whose `preferred` does.
+  // else the first entry whose `preferred` does. Entries that run Open MPI's collective
+  // (open_mpi) only with `open_mpi_allowed`: blocking library-mode calls whose arguments MPI
+  // takes (api/mpi_collectives.h); the collectives in the DAG runtime never pass it.
   const Entry& builtin(size_t bytes, int members, bool has_inbox,
-                       Buffers buffers = Buffers::kSymmetric) const {
+                       Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false) const {
     for (const Entry& a : algorithms_) {
-      const Limits& measured = buffers == Buffers::kPlain ? a.measured_plain : a.measured_symmetric;
-      if (measured.holds(bytes, members, has_inbox)) return a;
+      const Ranges& measured = buffers == Buffers::kPlain ? a.measured_plain : a.measured_symmetric;
+      if (measured.holds(bytes, members, has_inbox) && (open_mpi_allowed || !a.open_mpi)) return a;
     }
     for (const Entry& a : algorithms_) {
       if (a.preferred.holds(bytes, members, has_inbox)) return a;
@@ -180,20 +202,21 @@ class AlgorithmTable {
   // The first rule whose range holds `bytes` and whose algorithm serves the message, else the
   // built-in choice. Inline and silent: communicators call it on every collective.
   const Entry& choose(size_t bytes, int members, bool has_inbox, const Rules& rules,
-                      Buffers buffers = Buffers::kSymmetric) const {
+                      Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false) const {
     for (const SizeRule<Args>& rule : rules) {
       if (bytes >= rule.min_bytes && bytes < rule.max_bytes &&
-          rule.algorithm->serves.holds(bytes, members, has_inbox))
+          rule.algorithm->serves.holds(bytes, members, has_inbox) &&
+          (open_mpi_allowed || !rule.algorithm->open_mpi))
         return *rule.algorithm;
     }
-    return builtin(bytes, members, has_inbox, buffers);
+    return builtin(bytes, members, has_inbox, buffers, open_mpi_allowed);
   }
   // Logs at debug level the rules choose() skipped (their algorithms do not serve the message)
   // and `chosen`: "allgather of 64 bytes on 2 members: pushed".
   void log_choice(size_t bytes, int members, const Rules& rules, const Entry& chosen) const;
   // choose(), logged when RANKFLOW_LOG=debug.
   const Entry& select(size_t bytes, int members, bool has_inbox, const Rules& rules,
-                      Buffers buffers = Buffers::kSymmetric) const;
+                      Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false) const;
 
  private:
   const char* collective_;
@@ -238,7 +261,8 @@ Overrides overrides_from_environment();
 // "auto"; "auto" takes the override rules, then the built-in table.
 const AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes, int members,
                                            const AlgorithmTable<AllreduceArgs>::Rules& overrides,
-                                           Buffers buffers = Buffers::kSymmetric);
+                                           Buffers buffers = Buffers::kSymmetric,
+                                           bool open_mpi_allowed = false);
 // Shorthands for allreduce_table().algorithms / .find / .builtin (with an inbox).
 std::span<const AllreduceAlgorithm> allreduce_algorithms();
 const AllreduceAlgorithm& find_allreduce(std::string_view name);

@@ -4,7 +4,8 @@
 // stages the source itself. The entries call the algorithms declared in collective.h through
 // small adaptors that take one argument struct per collective (by reference, see RunParam). The
 // limits restate the algorithms' own predicates (onephase_pushes, pushes_blocks, broadcast_streams,
-// broadcast_pushes); tests/mpi/algorithm_override_test.cpp checks that they agree.
+// broadcast_pushes); tests/mpi/algorithm_override_test.cpp checks that they agree. The `mpi`
+// entries have no run: the library-mode communicator runs Open MPI's collective for them.
 #include "collectives/registry.h"
 
 namespace rankflow::coll {
@@ -29,32 +30,78 @@ constexpr Limits kSmallAllreduce{0, kInbox};
 constexpr Limits kStreamedBroadcastStaging{16 << 10, 512 << 10, 2, 2};
 constexpr Limits kStreamedAllgatherStaging{2 << 20, SIZE_MAX, 2, 2};
 constexpr Limits kStreamedAllToAllStaging{16 << 10, SIZE_MAX, 2, 2};
-// Where the latest sweep (2026-12-01, 2 members, median of 3; collectives/sweep_choices.txt)
-// found another algorithm than `preferred` fastest (measured_symmetric, measured_plain):
-// - allreduce: twophase above 2 KiB on symmetric buffers (onephase to 2 KiB); onephase from
-//   4 MiB on plain ones (its one staged round beats twophase's two there);
-// - the exchanges and broadcast: the read-based path where one inbox round would carry more than
-//   1-2 KiB a member (the slot's copy costs more than a read in place).
+// Where the latest sweep (2026-12-02, 2 members, median of 5, each algorithm's time relative to
+// Open MPI's in the same run; collectives/sweep_choices.txt) found another algorithm than
+// `preferred` fastest (measured_symmetric, measured_plain). A size between two measured powers
+// of two goes with the larger one.
 constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
   return {min_bytes, max_bytes, 2, 2};
 }
+// allreduce: onephase at 8-32 KiB on symmetric buffers, and at 4 MiB and from 16 MiB on plain
+// ones (its one staged round beats twophase's two there); twophase at 2-4 KiB on symmetric
+// buffers; ring at 16-32 KiB on plain ones.
+constexpr Ranges kOnephaseSymmetric = kTwoMembers(4097, 32 << 10);
+constexpr Ranges kOnephasePlain{kTwoMembers((2 << 20) + 1, 4 << 20),
+                                kTwoMembers((8 << 20) + 1, SIZE_MAX)};
+constexpr Ranges kTwophaseSymmetric = kTwoMembers(1025, kInbox);
+constexpr Ranges kRingPlain = kTwoMembers((8 << 10) + 1, 32 << 10);
+// The exchanges and broadcast on symmetric buffers: reading in place beats one inbox round from
+// 2 KiB blocks (the slot's copy costs more than a read). Broadcast: pushed beats streamed at
+// 512 B, and on plain buffers direct beats pushed at 4 KiB.
+constexpr Ranges kReadInPlaceSymmetric = kTwoMembers(1025, kInbox);
+constexpr Ranges kPushedBroadcast = kTwoMembers(257, 512);
+constexpr Ranges kDirectBroadcastPlain = kTwoMembers(2049, kInbox);
+// Open MPI's own collective (the `mpi` entries) on plain buffers: on one host it copies a message
+// once, through CMA, where a staged path copies it into the window and the peers copy it out.
+// allgather blocks of 8 KiB-1 MiB; all_to_all blocks of 8-512 KiB and from 8 MiB; broadcast at
+// 16-512 KiB and 4 MiB. Never for allreduce and reduce_scatter, whose staged paths reduce while
+// they copy.
+constexpr Ranges kOpenMpiAllgather = kTwoMembers(4097, 1 << 20);
+constexpr Ranges kOpenMpiAllToAll{kTwoMembers(4097, 512 << 10),
+                                  kTwoMembers((4 << 20) + 1, SIZE_MAX)};
+constexpr Ranges kOpenMpiBroadcast{kTwoMembers(8193, 512 << 10),
+                                   kTwoMembers((2 << 20) + 1, 4 << 20)};
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
 
-//  name, run, summary, label, serves, preferred, pushes, writes_dst, stages_src
+//  name, run, summary, label, serves, preferred, pushes, writes_dst, stages_src,
+//  streams_staged, measured_symmetric, measured_plain
 constexpr AllreduceAlgorithm kAllreduce[] = {
     {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)",
-     kAnyMessage, kSmallAllreduce, kOnephasePushes, true, false, kNoMessage, kNoMessage,
-     kTwoMembers(4 << 20, SIZE_MAX)},
+     kAnyMessage, kSmallAllreduce, kOnephasePushes, true, false, kNoMessage, kOnephaseSymmetric,
+     kOnephasePlain},
     {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
      "allreduce(twophase)", kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage,
-     kTwoMembers(2049, kInbox)},
-    {"ring", &allreduce_ring, "reduce-scatter and allgather around one ring", "allreduce(ring)",
-     kAnyMessage, kNoMessage, kNoMessage, false, false},
+     kTwophaseSymmetric},
+    {"ring",
+     &allreduce_ring,
+     "reduce-scatter and allgather around one ring",
+     "allreduce(ring)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     false,
+     false,
+     kNoMessage,
+     {},
+     kRingPlain},
     {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
      "allreduce(bidirectional_ring)", kAnyMessage, kNoMessage, kNoMessage, false, false},
     {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)",
      kAnyMessage, kNoMessage, kNoMessage, false, false},
+    {"mpi",
+     nullptr,
+     "Open MPI's MPI_Allreduce on the communicator (blocking calls)",
+     "allreduce(mpi)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     true,
+     true,
+     kNoMessage,
+     {},
+     {},
+     true},
 };
 
 // ---- allgather
@@ -71,7 +118,20 @@ constexpr AllgatherAlgorithm kAllgather[] = {
      "allgather(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
      "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
-     kStreamedAllgatherStaging, kTwoMembers(1025, kInbox), kTwoMembers(2049, kInbox)},
+     kStreamedAllgatherStaging, kReadInPlaceSymmetric},
+    {"mpi",
+     nullptr,
+     "Open MPI's MPI_Allgather on the communicator (blocking calls)",
+     "allgather(mpi)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     true,
+     true,
+     kNoMessage,
+     {},
+     kOpenMpiAllgather,
+     true},
 };
 
 // ---- reduce_scatter
@@ -88,7 +148,20 @@ constexpr ReduceScatterAlgorithm kReduceScatter[] = {
      "reduce_scatter(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &reduce_scatter_mesh_entry, "every member reads its block of each peer's input",
      "reduce_scatter(mesh)", kAnyMessage, kAnyMessage, kNoMessage, false, false, kNoMessage,
-     kTwoMembers(2049, kInbox), kTwoMembers(1025, kInbox)},
+     kReadInPlaceSymmetric},
+    {"mpi",
+     nullptr,
+     "Open MPI's MPI_Reduce_scatter_block on the communicator (blocking calls)",
+     "reduce_scatter(mpi)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     true,
+     true,
+     kNoMessage,
+     {},
+     {},
+     true},
 };
 
 // ---- broadcast
@@ -107,10 +180,24 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
     {"streamed", &broadcast_streamed_entry, "the root stores into 64-deep streams and returns",
      "broadcast(streamed)", kStreamed, kStreamed, kStreamed, true, false},
     {"pushed", &broadcast_pushed_entry, "two members: the root pushes into the peer's inbox",
-     "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false},
+     "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false, kNoMessage,
+     kPushedBroadcast, kPushedBroadcast},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
      kAnyMessage, kAnyMessage, kNoMessage, true, true, kStreamedBroadcastStaging,
-     kTwoMembers(2049, kInbox), kTwoMembers(2049, kInbox)},
+     kReadInPlaceSymmetric, kDirectBroadcastPlain},
+    {"mpi",
+     nullptr,
+     "Open MPI's MPI_Bcast on the communicator (blocking calls)",
+     "broadcast(mpi)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     true,
+     true,
+     kNoMessage,
+     {},
+     kOpenMpiBroadcast,
+     true},
 };
 
 // ---- all_to_all
@@ -127,7 +214,20 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
      "all_to_all(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
      "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
-     kStreamedAllToAllStaging, kTwoMembers(1025, kInbox), kTwoMembers(2049, kInbox)},
+     kStreamedAllToAllStaging, kReadInPlaceSymmetric},
+    {"mpi",
+     nullptr,
+     "Open MPI's MPI_Alltoall on the communicator (blocking calls)",
+     "all_to_all(mpi)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     true,
+     true,
+     kNoMessage,
+     {},
+     kOpenMpiAllToAll,
+     true},
 };
 
 }  // namespace

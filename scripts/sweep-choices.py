@@ -9,7 +9,10 @@ algorithm tables to (collectives/sweep_choices.txt).
 Each algorithm is forced with the collective's override variable (RANKFLOW_ALLGATHER=mesh, ...;
 allreduce with --algo), over 4 B to 64 MiB, `rankflow-bench --quick`, with the bench's own MPI
 column giving the machine's phase. Per (collective, buffers, size) the median of the sweeps'
-out-of-place times decides; every algorithm within `tolerance` of the fastest is recorded as
+out-of-place times, each divided by Open MPI's time in the same run, decides (the bench
+alternates their batches, so the machine's drift between runs cancels; "mpi", Open MPI's own
+collective through the communicator, reads about 1); every algorithm within `tolerance` of
+the fastest is recorded as
 acceptable too, since the machine's noise is larger than the gaps between them. An override
 for a size the algorithm does not serve falls back to the table's own choice, so only sizes an
 algorithm serves are compared (the serves limits below restate collectives/tables.cpp).
@@ -25,13 +28,15 @@ import tempfile
 INBOX = 4096  # CollContext::kInboxBytes
 STREAM = 512  # CollContext::kStreamBytes
 # collective -> [(algorithm, largest size it serves on 2 members, smallest)]
+# "mpi" is Open MPI's own collective, run through the communicator (blocking calls).
 ALGORITHMS = {
     "allreduce": [("onephase", None, 0), ("twophase", None, 0), ("ring", None, 0),
-                  ("bidirectional_ring", None, 0), ("ibing", None, 0)],
-    "allgather": [("pushed", INBOX, 1), ("mesh", None, 0)],
-    "reduce_scatter": [("pushed", INBOX, 1), ("mesh", None, 0)],
-    "broadcast": [("streamed", STREAM, 0), ("pushed", INBOX, 1), ("direct", None, 0)],
-    "all_to_all": [("pushed", INBOX, 1), ("mesh", None, 0)],
+                  ("bidirectional_ring", None, 0), ("ibing", None, 0), ("mpi", None, 0)],
+    "allgather": [("pushed", INBOX, 1), ("mesh", None, 0), ("mpi", None, 0)],
+    "reduce_scatter": [("pushed", INBOX, 1), ("mesh", None, 0), ("mpi", None, 0)],
+    "broadcast": [("streamed", STREAM, 0), ("pushed", INBOX, 1), ("direct", None, 0),
+                  ("mpi", None, 0)],
+    "all_to_all": [("pushed", INBOX, 1), ("mesh", None, 0), ("mpi", None, 0)],
 }
 BUFFERS = ["symmetric", "user"]
 
@@ -69,11 +74,11 @@ def main():
     p.add_argument("--tolerance", type=float, default=0.10)
     p.add_argument("--max-bytes", default="64M")
     p.add_argument("--out", default="collectives/sweep_choices.txt")
-    p.add_argument("--raw", help="also write every median time here (collective buffers "
-                   "algorithm bytes us)")
+    p.add_argument("--raw", help="also write every median here (collective buffers "
+                   "algorithm bytes time-relative-to-Open-MPI)")
     args = p.parse_args()
 
-    times = {}  # (coll, buffers, algo, bytes) -> [us per sweep]
+    times = {}  # (coll, buffers, algo, bytes) -> [time / Open MPI's time, per sweep]
     phase = []  # MPI's 4 B time per run
     for sweep in range(args.sweeps):
         for coll, algos in ALGORITHMS.items():
@@ -82,7 +87,7 @@ def main():
                     rows = run_bench(args, coll, algo, buffers)
                     if 4 in rows:
                         phase.append(rows[4][1])
-                    for bench_bytes, (us, _) in rows.items():
+                    for bench_bytes, (us, mpi_us) in rows.items():
                         # The bench's size is the whole buffer; the tables' is one block for
                         # the exchanges.
                         size = bench_bytes
@@ -90,7 +95,12 @@ def main():
                             size = bench_bytes // 4 // args.ranks * 4
                         if size < smallest or (largest is not None and size > largest):
                             continue
-                        times.setdefault((coll, buffers, algo, size), []).append(us)
+                        if mpi_us <= 0:
+                            continue
+                        # Relative to Open MPI's time in the same run (the bench alternates
+                        # their batches): the machine's phase drifts by x2 and more between
+                        # runs, and the algorithms of one size run minutes apart.
+                        times.setdefault((coll, buffers, algo, size), []).append(us / mpi_us)
         print(f"sweep-choices: sweep {sweep + 1} of {args.sweeps} done", file=sys.stderr)
 
     lines = [
@@ -100,7 +110,7 @@ def main():
         "# it. Fields: collective buffers members bytes fastest [others within the tolerance].",
         f"# {datetime.date.today()}, {args.ranks} ranks, median of {args.sweeps} sweeps "
         f"(rankflow-bench --quick), tolerance {args.tolerance:.0%}, machine phase: Open MPI's "
-        f"smallest collectives {statistics.median(phase):.2f} us (median).",
+        f"4 B calls took {statistics.median(phase):.2f} us (median of the runs).",
     ]
     for coll, algos in ALGORITHMS.items():
         for buffers in BUFFERS:
@@ -115,7 +125,7 @@ def main():
     if args.raw:
         with open(args.raw, "w") as f:
             for (coll, buffers, algo, size), us in sorted(times.items()):
-                f.write(f"{coll} {buffers} {algo} {size} {statistics.median(us):.2f}\n")
+                f.write(f"{coll} {buffers} {algo} {size} {statistics.median(us):.3f}\n")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"sweep-choices: wrote {args.out}", file=sys.stderr)

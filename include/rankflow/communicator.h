@@ -9,11 +9,13 @@
 // Every call is collective over the communicator: all members call it in the same order with
 // the same counts. send == recv means in place. Buffers may be any memory; buffers from alloc()
 // (send and recv in the same allocation), and a domain's buffers on the domain's communicator,
-// skip the staging copies. RANKFLOW_ALLREDUCE, RANKFLOW_ALLGATHER, RANKFLOW_REDUCE_SCATTER,
-// RANKFLOW_BROADCAST and RANKFLOW_ALL_TO_ALL, read here at creation, override the algorithm
-// choice where the named algorithm can serve the message (docs/collectives.md). Errors are
-// rankflow::Error; a member that never arrives ends the call with rankflow::Timeout after
-// RANKFLOW_TIMEOUT_S. One thread at a time may use a communicator.
+// skip the staging copies. Every member of a call passes the same kind: all symmetric (alloc
+// or domain memory) or all plain, since the tables choose the algorithm by kind; members that
+// mix kinds may choose different algorithms and end in rankflow::Timeout. RANKFLOW_ALLREDUCE,
+// RANKFLOW_ALLGATHER, RANKFLOW_REDUCE_SCATTER, RANKFLOW_BROADCAST and RANKFLOW_ALL_TO_ALL, read
+// here at creation, override the algorithm choice where the named algorithm can serve the message
+// (docs/collectives.md). Errors are rankflow::Error; a member that never arrives ends the call with
+// rankflow::Timeout after RANKFLOW_TIMEOUT_S. One thread at a time may use a communicator.
 //
 // The progress rule. When a blocking collective returns, nothing that any peer needs from this
 // rank still depends on this rank calling into rankflow again: the program may go straight
@@ -122,8 +124,11 @@ class Communicator {
   // Collective: `bytes` of symmetric memory on every member (zeroed).
   SymmetricBuffer alloc(size_t bytes) const;
   // Collective: registers `bytes` of the caller's own memory at `ptr` (members may register
-  // different sizes), which must stay valid until deregister. A null pointer, no bytes, or an
-  // overlap with a live registration on any member is an InvalidArgument on every member.
+  // different sizes), which must stay valid until deregister. A null pointer, no bytes, more
+  // than 2^48 bytes, or an overlap with a live registration on any member is an
+  // InvalidArgument on every member. Memory cost: the staging window then holds two buffers
+  // (in and out) of the largest size any member registered, rounded up to a power of two, on
+  // every member (registering 1 GiB makes 2 GiB of window), until the communicator closes.
   RegisteredBuffer register_buffer(void* ptr, size_t bytes) const;
   // Ends the registration on this member (the memory stays the caller's); call it on every
   // member, as register_buffer. A buffer already deregistered, or an empty handle, is an
@@ -131,7 +136,10 @@ class Communicator {
   void deregister(RegisteredBuffer& buffer) const;
 
   // `algorithm`: "auto" (RANKFLOW_ALLREDUCE, then the built-in table) or one of onephase,
-  // twophase, ring, bidirectional_ring, ibing.
+  // twophase, ring, bidirectional_ring, ibing, or mpi (Open MPI's MPI_Allreduce, for blocking
+  // calls on types MPI has; elsewhere the table's choice runs instead). Where a table names
+  // mpi for plain buffers, the blocking collectives below run Open MPI's own collective on the
+  // communicator's duplicate (docs/collectives.md).
   void allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
                  std::string_view algorithm = "auto") const;
   // recv holds size() * count elements; in place when send == recv + rank() * count elements.

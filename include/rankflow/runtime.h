@@ -215,7 +215,8 @@ class Orchestrator {
                          std::vector<BufferSpec> buffers = {});
 
   // Writes this run's graph so far as Graphviz DOT: one node per task (id, name, where it runs,
-  // status), one edge per dependency. `dot -Tpng path -o graph.png` draws it.
+  // status), one edge per dependency. `dot -Tpng path -o graph.png` draws it. Call it from the
+  // orchestration function's own thread, as submit: the dump reads the graph without a lock.
   void dump_dot(const std::string& path) const;
 
  private:

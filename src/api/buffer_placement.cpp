@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <string>
 #include <utility>
 
 #include "collectives/stage_copy.h"
 #include "common/log.h"
 #include "rankflow/error.h"
+#include "transport/team_layout.h"
 #include "transport/team_state.h"
 
 namespace rankflow {
@@ -169,6 +171,11 @@ std::shared_ptr<SymmetricAllocation> BufferPlacement::symmetric_pair(const void*
 // sizes) to hold `bytes` in each of its "in" and "out" buffers.
 coll::CollContext& BufferPlacement::staged(size_t bytes) {
   if (!staging_ || bytes > stage_bytes_) {  // none: a growth failed (out of memory) before
+    if (bytes > transport::TeamLayout::kMaxBufferBytes) {  // (and the doubling cannot overflow)
+      throw InvalidArgument("a collective on " + std::to_string(bytes) +
+                            " bytes of plain memory: more than a staging window can hold (" +
+                            std::to_string(transport::TeamLayout::kMaxBufferBytes) + " bytes)");
+    }
     size_t grown = std::max(stage_bytes_, kMinStage);
     while (grown < bytes)
       grown *= 2;

@@ -8,6 +8,7 @@
 
 #include "rankflow/error.h"
 #include "transport/mpi_session.h"
+#include "transport/team_layout.h"
 
 namespace rankflow::api {
 namespace {
@@ -29,6 +30,9 @@ std::shared_ptr<Registration> Registrations::add(void* base, size_t bytes, size_
     problem = "empty (0 bytes)";
   } else if (reinterpret_cast<uintptr_t>(at) > UINTPTR_MAX - bytes) {
     problem = describe(at, bytes) + ", which wraps around the address space";
+  } else if (bytes > transport::TeamLayout::kMaxBufferBytes) {
+    problem = describe(at, bytes) + ", more than a staging window can hold (" +
+              std::to_string(transport::TeamLayout::kMaxBufferBytes) + " bytes)";
   }
   std::erase_if(live_, [](const std::weak_ptr<Registration>& r) { return r.expired(); });
   for (const auto& weak : live_) {

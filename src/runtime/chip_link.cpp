@@ -18,13 +18,13 @@ ChipLink::ChipLink(Team& team, int chip, bool shares_core)
       posted_counter_(team, chip + 1, posted_counter(team)),
       in_flight_(kRingSlots),
       mapped_ring_(static_cast<std::byte*>(team.remote_ptr(chip + 1, ring_))),
-      outbox_(mapped_ring_ != nullptr ? 0 : kRingSlots * kDescStride) {}
+      unmapped_slots_(mapped_ring_ != nullptr ? 0 : kRingSlots * kDescStride) {}
 
 void ChipLink::post(std::shared_ptr<TaskState> task, size_t member) {
   const uint32_t deps = ring_deps(*task, posted_ + 1);  // may throw: before a slot is claimed
   const uint64_t slot = posted_++ % kRingSlots;
   idle_.store(false, std::memory_order_relaxed);
-  const size_t bytes = encode_task(*task, member, outbox(slot), deps);
+  const size_t bytes = encode_task(*task, member, descriptor_slot(slot), deps);
   in_flight_[slot] = std::move(task);
   put_slot(slot, bytes);
 }
@@ -51,7 +51,7 @@ uint32_t ChipLink::ring_deps(TaskState& task, uint64_t sequence) {
 
 void ChipLink::put_slot(uint64_t slot, size_t bytes) {
   if (mapped_ring_ == nullptr)
-    team_.put(chip_ + 1, ring_ + slot * kDescStride, outbox(slot), bytes);
+    team_.put(chip_ + 1, ring_ + slot * kDescStride, descriptor_slot(slot), bytes);
   posted_counter_.advance();
 }
 

@@ -1,5 +1,6 @@
 // ChipLink: the host's end of one chip's rings. It posts descriptors into the chip's ring
-// (encoded in a private outbox slot, put, then a signal bumps the chip's posted counter), reads
+// (encoded straight into the ring where the chip's window is mapped, else into a private slot
+// that is then put; a signal then bumps the chip's posted counter), reads
 // the completion records the chip writes into the host's window, keeps which task occupies each
 // slot, and ends a run with a marker. Used only by the thread that drives the chips (see
 // dispatcher.h), which serialises every call.
@@ -49,10 +50,10 @@ class ChipLink {
 
  private:
   // Where slot `slot`'s descriptor is encoded: straight into the chip's ring where its window
-  // is mapped (the posted counter's release store then publishes it), else a private outbox
-  // slot that put_slot() puts.
-  std::byte* outbox(uint64_t slot) {
-    return (mapped_ring_ != nullptr ? mapped_ring_ : outbox_.data()) + slot * kDescStride;
+  // is mapped (the posted counter's release store then publishes it), else a private slot that
+  // put_slot() puts.
+  std::byte* descriptor_slot(uint64_t slot) {
+    return (mapped_ring_ != nullptr ? mapped_ring_ : unmapped_slots_.data()) + slot * kDescStride;
   }
   void put_slot(uint64_t slot, size_t bytes);
   uint32_t ring_deps(TaskState& task, uint64_t sequence);
@@ -68,7 +69,7 @@ class ChipLink {
   CounterWriter posted_counter_;                       // descriptors posted, in the chip's window
   std::vector<std::shared_ptr<TaskState>> in_flight_;  // by slot
   std::byte* mapped_ring_;                             // the chip's ring, or null
-  std::vector<std::byte> outbox_;                      // kRingSlots descriptors, by slot
+  std::vector<std::byte> unmapped_slots_;              // kRingSlots descriptors, by slot
   uint64_t posted_ = 0;
   uint64_t completed_ = 0;
   std::atomic<bool> idle_{true};  // posted_ == completed_, published for idle()
@@ -113,7 +114,7 @@ void ChipLink::post_end_of_run(OnDone&& on_done) {
   const uint64_t slot = posted_++ % kRingSlots;
   idle_.store(false, std::memory_order_relaxed);
   in_flight_[slot] = nullptr;
-  put_slot(slot, encode_end_of_run(outbox(slot)));
+  put_slot(slot, encode_end_of_run(descriptor_slot(slot)));
 }
 
 }  // namespace rankflow::runtime

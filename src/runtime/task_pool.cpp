@@ -131,9 +131,27 @@ std::shared_ptr<TaskState> TaskPool::make() {
       store_->blocks.pop_back();
     }
   }
-  if (state == nullptr) state = new TaskState;
-  return std::shared_ptr<TaskState>(state, Recycle{store_},
-                                    PoolAllocator<TaskState>(store_, block));
+  try {
+    if (state == nullptr) state = new TaskState;
+  } catch (...) {
+    give_back(block);
+    throw;
+  }
+  try {
+    // The one allocate() of this control block takes `block` (a fresh one when it is null).
+    return std::shared_ptr<TaskState>(state, Recycle{store_},
+                                      PoolAllocator<TaskState>(store_, block));
+  } catch (...) {  // only a fresh block's allocation throws; the deleter has recycled the state
+    give_back(nullptr);
+    throw;
+  }
+}
+
+// Undoes make()'s count when it fails before a control block exists, keeping `block`.
+void TaskPool::give_back(void* block) {
+  std::lock_guard lock(store_->mutex);
+  --store_->out;
+  if (block != nullptr) store_->blocks.push_back(block);
 }
 
 }  // namespace rankflow::runtime

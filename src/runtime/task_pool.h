@@ -22,12 +22,14 @@ class TaskPool {
   ~TaskPool();
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
-  // A fresh state (every field as a default-constructed TaskState has it).
+  // A fresh state (every field as a default-constructed TaskState has it). Leaves the pool as
+  // it was if an allocation throws.
   std::shared_ptr<TaskState> make();
 
   struct Store;  // the free states and control blocks (task_pool.cpp)
 
  private:
+  void give_back(void* block);
   Store* store_;
 };
 

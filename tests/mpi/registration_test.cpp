@@ -127,6 +127,14 @@ TEST(Registration, BadRegistrationsFailOnEveryMemberAlike) {
   if (world_rank() != 0) {
     EXPECT_THAT(one, HasSubstr("this member's buffer is good"));
   }
+  // Made on none: the members whose buffer was good kept nothing, so the same range registers
+  // now on every member (a kept one would overlap it and fail).
+  RegisteredBuffer good = comm.register_buffer(memory.data() + 8192, 64);
+  EXPECT_TRUE(good);
+  comm.deregister(good);
+  // More than a staging window can hold (no memory is touched: the check comes first).
+  EXPECT_THAT(invalid_argument([&] { comm.register_buffer(memory.data(), size_t{1} << 50); }),
+              HasSubstr("more than a staging window can hold"));
   // Adjacent is not overlapping.
   RegisteredBuffer next = comm.register_buffer(memory.data() + 4096, 4096);
 

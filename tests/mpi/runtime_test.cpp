@@ -411,6 +411,44 @@ TraceEvent trace_event(const std::string& trace, uint64_t id) {
   return {number("ts"), number("dur")};
 }
 
+// The graph dump says how each task ended: the failed one, its consumer (skipped) and the task
+// it waited for (done).
+TEST(RuntimeTest, DotDumpNamesFailedSkippedAndDoneTasks) {
+  const std::string dot = scratch_file("outcomes.dot");
+  std::string graph;
+  uint64_t held = 0, failed = 0, skipped = 0;
+  try {
+    g_worker->run([&](Orchestrator& orch) {
+      auto x = orch.host_tensor<float>({8});
+      auto y = orch.host_tensor<float>({8});
+      auto gate = orch.host_tensor<float>({1});
+      g_release = false;  // the failure waits until every task is in
+      struct Release {
+        ~Release() { g_release = true; }
+      } release_on_exit;
+      held = orch.submit_sub(g_k.hold, {out(gate)}).id();
+      failed = orch.submit(g_k.fail, {in(gate), out(x)}, 0).id();
+      TaskHandle consumer = orch.submit_sub(g_k.double_it, {in(x), out(y)});
+      skipped = consumer.id();
+      g_release = true;
+      EXPECT_THROW(consumer.wait(), Error);
+      orch.dump_dot(dot);
+      graph = read_file(dot);
+    });
+    if (g_worker->is_host()) ADD_FAILURE() << "the run must end in the kernel's failure";
+  } catch (const RemoteFailure&) {
+  }
+  if (g_worker->is_host()) {
+    auto node = [&](uint64_t id, const std::string& rest) {
+      return std::to_string(id) + ": " + rest;
+    };
+    EXPECT_THAT(graph, ::testing::HasSubstr(node(held, "hold\\nhost sub-worker\\ndone")));
+    EXPECT_THAT(graph, ::testing::HasSubstr(node(failed, "fail\\nchip 0\\nfailed")));
+    EXPECT_THAT(graph,
+                ::testing::HasSubstr(node(skipped, "double_it\\nhost sub-worker\\nskipped")));
+  }
+}
+
 TEST(RuntimeTest, DotDumpAndTraceShowTasksAndEdges) {
   const std::string dot = scratch_file("graph.dot");
   std::string graph;

@@ -125,10 +125,13 @@ TEST(RegistryTest, NamesAndDefaults) {
   EXPECT_THROW(find_allreduce("tree"), InvalidArgument);
   EXPECT_EQ(default_allreduce(4, 2).name, "onephase");
   EXPECT_EQ(default_allreduce(4096, 3).name, "onephase");  // the largest pushed message
-  EXPECT_EQ(default_allreduce(2048, 2).name, "onephase");
-  // Two members, symmetric buffers: the sweep found twophase in place faster from 4 KiB.
+  EXPECT_EQ(default_allreduce(1024, 2).name, "onephase");
+  // Two members, symmetric buffers (sweep_choices.txt): twophase in place at 2-4 KiB, onephase
+  // again at 8-32 KiB, then twophase.
+  EXPECT_EQ(default_allreduce(2048, 2).name, "twophase");
   EXPECT_EQ(default_allreduce(4096, 2).name, "twophase");
-  EXPECT_EQ(default_allreduce(4100, 2).name, "twophase");
+  EXPECT_EQ(default_allreduce(4100, 2).name, "onephase");
+  EXPECT_EQ(default_allreduce(64 << 10, 2).name, "twophase");
   EXPECT_EQ(default_allreduce(size_t{64} << 20, 4).name, "twophase");
 }
 
@@ -153,6 +156,9 @@ TEST(RegistryTest, EnvironmentOverrideChoosesBySize) {
   EXPECT_EQ(select_allreduce("auto", 4096, 4, rules).name, "ibing");
   EXPECT_EQ(select_allreduce("auto", size_t{8} << 20, 4, rules).name, "twophase");  // table
   EXPECT_EQ(select_allreduce("onephase", 100, 4, rules).name, "onephase");          // explicit wins
+  // "mpi" by name: Open MPI's collective where the caller allows it, else the table's choice.
+  EXPECT_EQ(select_allreduce("mpi", 100, 4, rules, Buffers::kPlain, true).name, "mpi");
+  EXPECT_EQ(select_allreduce("mpi", 100, 4, rules, Buffers::kPlain, false).name, "ring");
   setenv("RANKFLOW_ALLREDUCE", "fastest", 1);
   try {
     overrides_from_environment();
@@ -242,11 +248,19 @@ void check_table(const AlgorithmTable<Args>& table) {
           EXPECT_TRUE(a.serves.holds(bytes, members, true));
           EXPECT_FALSE(a.pushes.holds(bytes, members, true)) << "a pushed path stages nothing";
         }
+        EXPECT_EQ(a.run == nullptr, a.open_mpi) << "only Open MPI's entries have no run";
         EXPECT_NE(a.label, nullptr);
         EXPECT_EQ(std::string(a.label),
                   std::string(table.collective()) + "(" + std::string(a.name) + ")");
       }
       EXPECT_TRUE(preferred);
+      // Without leave, no choice runs Open MPI's collective (non-blocking calls, the runtime).
+      for (Buffers kind : {Buffers::kSymmetric, Buffers::kPlain}) {
+        EXPECT_FALSE(table.builtin(bytes, members, true, kind).open_mpi);
+        EXPECT_FALSE(table.choose(bytes, members, true, table.parse("mpi"), kind).open_mpi);
+      }
+      EXPECT_TRUE(
+          table.choose(bytes, members, true, table.parse("mpi"), Buffers::kPlain, true).open_mpi);
     }
   }
 }

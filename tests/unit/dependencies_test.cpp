@@ -171,5 +171,31 @@ TEST(DependencyTrackerTest, IntervalIndexAnswersAsTheScanOnRandomViews) {
   EXPECT_GT(edges, 20000u);  // the views do depend on each other
 }
 
+// Views in order (block after block, the in-order path of StridedIndex), killed in bulk by
+// covering writes so that the groups rebuild (dead entries beyond twice the live ones), then
+// coming back in order: the answers stay the scan's.
+TEST(DependencyTrackerTest, InOrderViewsThatDieAndRebuildAnswerAsTheScan) {
+  std::mt19937_64 random(20261202);
+  DependencyTracker indexed;
+  ScanTracker scan;
+  size_t edges = 0;
+  for (uint64_t task = 1; task <= 6000; ++task) {
+    std::vector<ByteUse> uses;
+    if (task % 200 == 0) {  // covers every record of the matrix: all of them die
+      uses.push_back(write(7, 0, 1024));
+    } else if (task % 3 == 0) {  // a read of a random column block
+      const size_t c0 = random() % 16;
+      uses.push_back(block(false, 0, 16, c0, c0 + 1 + random() % (16 - c0)));
+    } else {  // writes of single columns in order, restarting at column 0 every 16
+      const size_t c = (task / 3) % 16;
+      uses.push_back(block(true, 0, 16, c, c + 1));
+    }
+    const auto expected = scan.add(task, uses);
+    ASSERT_EQ(indexed.add(task, uses), expected) << "task " << task;
+    edges += expected.size();
+  }
+  EXPECT_GT(edges, 6000u);
+}
+
 }  // namespace
 }  // namespace rankflow::runtime

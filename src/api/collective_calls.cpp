@@ -1,0 +1,211 @@
+// Each collective of Communicator dispatched through its algorithm table
+// (collectives/registry.h): the argument checks, the choice by size and buffer kind, and the
+// launch, straight from and into the caller's memory where the algorithm pushes, through
+// BufferPlacement otherwise, or as Open MPI's own collective where the table says so
+// (api/mpi_collectives.h). Runs on the calling thread.
+#include <cstddef>
+#include <string_view>
+
+#include "api/communicator_impl.h"
+#include "api/mpi_collectives.h"
+#include "collectives/registry.h"
+#include "rankflow/communicator.h"
+
+namespace rankflow {
+
+namespace {
+
+// Launches `chosen` on send/recv: straight from and into the caller's memory where it pushes
+// (nothing staged), else through prepare_pair, copying in and out only what the algorithm does
+// not do itself. `args(src, dst, src_ptr, dst_ptr)` builds the algorithm's arguments.
+template <typename Args, typename MakeArgs>
+void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
+                       const coll::Algorithm<Args>& chosen, size_t bytes, const void* send,
+                       size_t send_bytes, void* recv, size_t recv_bytes, MakeArgs&& args) {
+  const auto* src_ptr = static_cast<const std::byte*>(send);
+  auto* dst_ptr = static_cast<std::byte*>(recv);
+  coll::CollContext& staging = impl.staging();
+  if (chosen.pushes.holds(bytes, impl.size(), staging.has_inbox())) {
+    impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+      return chosen.run(c, args(0, 0, src_ptr, dst_ptr));
+    });
+    return;
+  }
+  impl.prepare_pair(state, chosen.label, send, send_bytes, recv, recv_bytes, !chosen.stages_src,
+                    !chosen.writes_dst, chosen.streams_staged.holds(bytes, impl.size(), true),
+                    [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
+                      const bool staged = staged_recv != nullptr;  // else symmetric memory
+                      return chosen.run(
+                          c, args(src, dst, chosen.stages_src && staged ? src_ptr : nullptr,
+                                  chosen.writes_dst ? staged_recv : nullptr));
+                    });
+}
+
+Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                     size_t count, DType dtype, ReduceOp op, std::string_view algorithm) {
+  const coll::Reducer& reducer = coll::reducer(dtype, op);
+  const size_t bytes = api::checked_bytes(count, dtype, 1, "allreduce");
+  const bool open_mpi =
+      impl.open_mpi_allowed(blocking) && api::mpi_takes_allreduce(send, recv, count, dtype);
+  const coll::AllreduceAlgorithm& chosen =
+      impl.select_allreduce(algorithm, bytes, impl.buffers_of(send, bytes, recv, bytes), open_mpi);
+  if (chosen.open_mpi) {
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm) {
+      api::run_allreduce(comm, send, recv, count, dtype, op);
+    });
+  }
+  return impl.launch(blocking, [&](RequestState& state) {
+    prepare_algorithm(impl, state, chosen, bytes, send, bytes, recv, bytes,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::AllreduceArgs{src, dst, count, &reducer, sp, dp};
+                      });
+  });
+}
+
+Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                     size_t count, DType dtype) {
+  const size_t block = api::checked_bytes(count, dtype, 1, "allgather");
+  const size_t total =
+      api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
+  const size_t es = dtype_size(dtype);
+  const bool open_mpi = impl.open_mpi_allowed(blocking) &&
+                        api::mpi_takes_allgather(impl.rank(), impl.size(), send, recv, block);
+  const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block,
+                                   impl.buffers_of(send, block, recv, total), open_mpi);
+  if (chosen.open_mpi) {
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm) {
+      api::run_allgather(comm, impl.rank(), send, recv, block);
+    });
+  }
+  return impl.launch(blocking, [&](RequestState& state) {
+    prepare_algorithm(impl, state, chosen, block, send, block, recv, total,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ExchangeArgs{src, dst, block, es, sp, dp};
+                      });
+  });
+}
+
+Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                          size_t count, DType dtype, ReduceOp op) {
+  const coll::Reducer& reducer = coll::reducer(dtype, op);
+  const size_t block = api::checked_bytes(count, dtype, 1, "reduce_scatter");
+  const size_t total =
+      api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
+  const bool open_mpi = impl.open_mpi_allowed(blocking) &&
+                        api::mpi_takes_reduce_scatter(impl.size(), send, recv, count, dtype);
+  const auto& chosen = impl.select(coll::reduce_scatter_table(), impl.overrides().reduce_scatter,
+                                   block, impl.buffers_of(send, total, recv, block), open_mpi);
+  if (chosen.open_mpi) {
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm) {
+      api::run_reduce_scatter(comm, send, recv, count, dtype, op);
+    });
+  }
+  return impl.launch(blocking, [&](RequestState& state) {
+    prepare_algorithm(impl, state, chosen, block, send, total, recv, block,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ReduceScatterArgs{src, dst, count, &reducer, sp, dp};
+                      });
+  });
+}
+
+Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t count, DType dtype,
+                     int root) {
+  impl.check_root(root, "broadcast");
+  const size_t bytes = api::checked_bytes(count, dtype, 1, "broadcast");
+  const bool is_root = impl.rank() == root;
+  const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_broadcast(bytes);
+  const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes,
+                                   impl.buffers_of(buffer, bytes, buffer, bytes), open_mpi);
+  if (chosen.open_mpi) {
+    return impl.run_open_mpi(chosen.label,
+                             [&](MPI_Comm comm) { api::run_broadcast(comm, buffer, bytes, root); });
+  }
+  auto* ptr = static_cast<std::byte*>(buffer);
+  return impl.launch(blocking, [&](RequestState& state) {
+    if (chosen.pushes.holds(bytes, impl.size(), impl.staging().has_inbox())) {
+      impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+        return chosen.run(c, {0, bytes, root, ptr, nullptr});
+      });
+      return;
+    }
+    // One buffer: the root stages it in "in"; the others fetch it straight into theirs. A
+    // blocking root whose algorithm stages its source does so chunk by chunk while they fetch; a
+    // non-blocking one stages it all now (the caller may reuse a plain buffer at once).
+    const bool stage_now = is_root && (!chosen.stages_src || !blocking);
+    const bool streams = chosen.streams_staged.holds(bytes, impl.size(), true);
+    impl.prepare_pair(state, chosen.label, buffer, bytes, buffer, bytes, stage_now,
+                      !chosen.writes_dst, streams,
+                      [&](coll::CollContext& c, size_t at, size_t, std::byte* staged_recv) {
+                        const bool staged = staged_recv != nullptr;  // else symmetric memory
+                        const std::byte* from = is_root && !stage_now && staged ? ptr : nullptr;
+                        return chosen.run(c, {at, bytes, root, staged_recv, from, streams});
+                      });
+  });
+}
+
+Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
+                      size_t count, DType dtype) {
+  const size_t block = api::checked_bytes(count, dtype, 1, "all_to_all");
+  const size_t total =
+      api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
+  const bool open_mpi =
+      impl.open_mpi_allowed(blocking) && api::mpi_takes_all_to_all(impl.size(), send, recv, block);
+  const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block,
+                                   impl.buffers_of(send, total, recv, total), open_mpi);
+  if (chosen.open_mpi) {
+    return impl.run_open_mpi(chosen.label,
+                             [&](MPI_Comm comm) { api::run_all_to_all(comm, send, recv, block); });
+  }
+  return impl.launch(blocking, [&](RequestState& state) {
+    prepare_algorithm(impl, state, chosen, block, send, total, recv, total,
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                        return coll::ExchangeArgs{src, dst, block, dtype_size(dtype), sp, dp};
+                      });
+  });
+}
+
+}  // namespace
+
+Request Communicator::iallreduce(const void* send, void* recv, size_t count, DType dtype,
+                                 ReduceOp op, std::string_view algorithm) const {
+  return allreduce_on(*impl_, false, send, recv, count, dtype, op, algorithm);
+}
+Request Communicator::iallgather(const void* send, void* recv, size_t count, DType dtype) const {
+  return allgather_on(*impl_, false, send, recv, count, dtype);
+}
+Request Communicator::ireduce_scatter(const void* send, void* recv, size_t count, DType dtype,
+                                      ReduceOp op) const {
+  return reduce_scatter_on(*impl_, false, send, recv, count, dtype, op);
+}
+Request Communicator::ibroadcast(void* buffer, size_t count, DType dtype, int root) const {
+  return broadcast_on(*impl_, false, buffer, count, dtype, root);
+}
+Request Communicator::iall_to_all(const void* send, void* recv, size_t count, DType dtype) const {
+  return all_to_all_on(*impl_, false, send, recv, count, dtype);
+}
+Request Communicator::ibarrier() const {
+  return impl_->launch(false, [&](RequestState& state) {
+    impl_->prepare_local(state, "barrier",
+                         [](coll::CollContext& c) { return coll::barrier_mesh(c); });
+  });
+}
+
+void Communicator::allreduce(const void* send, void* recv, size_t count, DType dtype, ReduceOp op,
+                             std::string_view algorithm) const {
+  allreduce_on(*impl_, true, send, recv, count, dtype, op, algorithm);
+}
+void Communicator::allgather(const void* send, void* recv, size_t count, DType dtype) const {
+  allgather_on(*impl_, true, send, recv, count, dtype);
+}
+void Communicator::reduce_scatter(const void* send, void* recv, size_t count, DType dtype,
+                                  ReduceOp op) const {
+  reduce_scatter_on(*impl_, true, send, recv, count, dtype, op);
+}
+void Communicator::broadcast(void* buffer, size_t count, DType dtype, int root) const {
+  broadcast_on(*impl_, true, buffer, count, dtype, root);
+}
+void Communicator::all_to_all(const void* send, void* recv, size_t count, DType dtype) const {
+  all_to_all_on(*impl_, true, send, recv, count, dtype);
+}
+
+}  // namespace rankflow

@@ -1,0 +1,334 @@
+// CommunicatorImpl: one library-mode communicator's state (its MPI duplicate, buffer placement,
+// registrations, the request in flight and the override rules) and the launch of a collective
+// through a RequestState; RequestState: one collective in flight. Internal to src/api: the
+// public methods are in communicator.cpp, the collectives' dispatch through their tables in
+// collective_calls.cpp. Runs on the calling thread (and, with RANKFLOW_PROGRESS=thread,
+// requests advance on the progress thread under its lock).
+#pragma once
+
+#include <mpi.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "api/buffer_placement.h"
+#include "api/registrations.h"
+#include "collectives/collective.h"
+#include "collectives/registry.h"
+#include "common/log.h"
+#include "rankflow/communicator.h"
+#include "rankflow/error.h"
+#include "transport/team_state.h"
+
+namespace rankflow {
+
+namespace api {
+
+inline size_t checked_bytes(size_t count, DType dtype, size_t blocks, const char* operation) {
+  const size_t es = dtype_size(dtype);
+  if (count > (SIZE_MAX / es) / std::max<size_t>(blocks, 1)) {
+    throw InvalidArgument(std::string(operation) + ": count " + std::to_string(count) +
+                          " overflows the size of a buffer");
+  }
+  return count * es * blocks;
+}
+
+}  // namespace api
+
+struct RequestState {
+  std::shared_ptr<CommunicatorImpl> owner;          // keeps the staging window alive
+  std::shared_ptr<SymmetricAllocation> allocation;  // or the symmetric buffer's
+  coll::CollContext* context = nullptr;
+  coll::CollTask task;
+  // Copy-out from staging once complete.
+  void* copy_to = nullptr;
+  const std::byte* copy_from = nullptr;
+  size_t copy_bytes = 0;
+  std::atomic<bool> finished = false;  // read by Request::done() without the driver lock
+  std::exception_ptr error;            // what the progress thread met, rethrown by test/wait
+
+  void complete_once() {
+    if (finished.load(std::memory_order_relaxed)) return;
+    if (copy_bytes > 0) std::memcpy(copy_to, copy_from, copy_bytes);
+    finished.store(true, std::memory_order_release);
+  }
+  // One step without blocking; true when complete (or failed: `error` holds why).
+  bool step() {
+    if (finished.load(std::memory_order_relaxed) || error) return true;
+    try {
+      if (!context->poll(task)) return false;
+    } catch (...) {
+      error = std::current_exception();
+      return true;
+    }
+    complete_once();
+    return true;
+  }
+  void rethrow_error() {
+    if (error) std::rethrow_exception(std::exchange(error, {}));
+  }
+};
+
+class CommunicatorImpl {
+ public:
+  // The overrides are read first: a bad value fails before anything collective is made.
+  explicit CommunicatorImpl(MPI_Comm comm)
+      : overrides_(coll::overrides_from_environment()), context_(transport::Context::acquire()) {
+    if (comm == MPI_COMM_NULL) throw InvalidArgument("Communicator::from_mpi: MPI_COMM_NULL");
+    int inter = 0;
+    MPI_Comm_test_inter(comm, &inter);
+    if (inter)
+      throw InvalidArgument("Communicator::from_mpi: inter-communicators are not supported");
+    MPI_Request request;
+    transport::check_mpi(MPI_Comm_idup(comm, &comm_, &request), "MPI_Comm_idup");
+    context_->mpi_wait(request, "Communicator::from_mpi (communicator duplication)");
+    MPI_Comm_rank(comm_, &rank_);
+    MPI_Comm_size(comm_, &size_);
+    placement_ = std::make_unique<api::BufferPlacement>(context_, comm_);
+    registrations_ = std::make_unique<api::Registrations>(context_, comm_);
+  }
+
+  ~CommunicatorImpl() {
+    try {
+      close();
+    } catch (const std::exception& e) {
+      log::warn("closing communicator: ", e.what());
+    }
+  }
+
+  void close() {
+    if (comm_ == MPI_COMM_NULL) return;
+    transport::ProgressThread::Guard guard(progress_thread());
+    finish_outstanding();
+    placement_->close();
+    MPI_Comm_free(&comm_);
+  }
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  MPI_Comm comm() const { return live(), comm_; }
+
+  SymmetricBuffer alloc(size_t bytes) {
+    live();
+    return SymmetricBuffer(placement_->alloc(bytes));
+  }
+
+  // See Communicator::register_buffer: the staging window grows to the largest buffer any
+  // member registered, here, once.
+  RegisteredBuffer register_buffer(void* ptr, size_t bytes) {
+    transport::ProgressThread::Guard guard(progress_thread());
+    live();
+    finish_outstanding();
+    size_t largest = 0;
+    auto registration = registrations_->add(ptr, bytes, largest);
+    placement_->prepare_staging(largest);
+    return RegisteredBuffer(std::move(registration));
+  }
+  void deregister(RegisteredBuffer& buffer) {
+    if (!buffer.registration_) {
+      throw InvalidArgument("Communicator::deregister: an empty RegisteredBuffer");
+    }
+    live();
+    registrations_->remove(*buffer.registration_);
+  }
+  size_t staging_bytes() const { return placement_->staging_bytes(); }
+
+  // Collectives on [begin, end) of `team`'s window run in place (see BufferPlacement::adopt).
+  void adopt(const Team& team, size_t begin, size_t end) {
+    live();
+    placement_->adopt(team, begin, end);
+    adopted_ = true;
+  }
+  size_t staged_count() const { return placement_->staged_count(); }
+
+  // Runs `prepare(state)`, then completes the state at once (blocking calls reuse one state and
+  // allocate nothing) or hands it out as a Request (and to the progress thread, if there is
+  // one). Completes any earlier request first.
+  template <typename Prepare>
+  Request launch(bool blocking, Prepare&& prepare) {
+    transport::ProgressThread::Guard guard(progress_thread());
+    live();
+    finish_outstanding();
+    if (blocking) {
+      RequestState& state = blocking_;
+      state.allocation.reset();
+      state.copy_bytes = 0;
+      state.finished.store(false, std::memory_order_relaxed);
+      prepare(state);
+      complete(state);
+      state.task = coll::CollTask();
+      return Request();
+    }
+    auto state = std::make_shared<RequestState>();
+    state->owner = self_.lock();
+    prepare(*state);
+    outstanding_ = state;
+    if (transport::ProgressThread* thread = progress_thread()) {
+      thread->add([weak = std::weak_ptr<RequestState>(state)] {
+        auto live_state = weak.lock();
+        return !live_state || live_state->step();
+      });
+    }
+    return Request(state);
+  }
+
+  // The background progress thread (RANKFLOW_PROGRESS=thread), or null.
+  transport::ProgressThread* progress_thread() const { return context_->progress_thread(); }
+
+  // Returns once every member has called `operation`: Timeout (after the communicator's
+  // timeout) instead of a blocking MPI call that would hang on a member that never comes.
+  void wait_for_every_member(const char* operation) {
+    if (comm_ == MPI_COMM_NULL)
+      throw InvalidState(std::string(operation) + ": communicator used after close()");
+    MPI_Request request;
+    transport::check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
+    context_->mpi_wait(request, std::string(operation) + " (member " + std::to_string(rank_) +
+                                    " of " + std::to_string(size_) +
+                                    " waited for every member to call it)");
+  }
+
+  // Prepares `make(coll, src_offset, dst_offset, staged_recv)` with send/recv in one window
+  // (BufferPlacement::place_pair); staged_recv is the caller's recv when staged, null on
+  // symmetric memory.
+  template <typename Make>
+  void prepare_pair(RequestState& state, const char* operation, const void* send, size_t send_bytes,
+                    void* recv, size_t recv_bytes, bool copy_in, bool copy_out, bool stream_in,
+                    Make&& make) {
+    api::Placement p =
+        placement_->place_pair(send, send_bytes, recv, recv_bytes, copy_in, copy_out, stream_in);
+    state.context = p.context;
+    state.context->set_operation(operation);
+    state.copy_to = p.copy_to;
+    state.copy_from = p.copy_from;
+    state.copy_bytes = p.copy_bytes;
+    state.allocation = std::move(p.allocation);
+    state.task = make(*state.context, p.src, p.dst, p.staged_recv);
+  }
+
+  // Prepares `make(staging)` on the caller's own memory: for algorithms that push from local
+  // buffers and never let peers read them (the pushed and streamed paths), so nothing is staged.
+  template <typename Make>
+  void prepare_local(RequestState& state, const char* operation, Make&& make) {
+    state.context = &placement_->staging();
+    state.context->set_operation(operation);
+    state.task = make(*state.context);
+  }
+
+  coll::CollContext& staging() {
+    live();
+    return placement_->staging();
+  }
+
+  void complete(RequestState& state, std::chrono::nanoseconds timeout = {}) {
+    state.rethrow_error();
+    if (state.finished.load(std::memory_order_acquire)) return;
+    state.context->run(state.task, timeout);
+    state.complete_once();
+  }
+
+  void finish_outstanding() {
+    if (outstanding_.expired()) return;  // the usual case, checked without an atomic update
+    if (auto previous = outstanding_.lock(); previous && !previous->finished) complete(*previous);
+    outstanding_.reset();
+  }
+
+  static Communicator make(MPI_Comm comm) {
+    auto impl = std::make_shared<CommunicatorImpl>(comm);
+    impl->self_ = impl;
+    return Communicator(std::move(impl));
+  }
+  static CommunicatorImpl& of(const Communicator& communicator) { return *communicator.impl_; }
+
+  void set_timeout(std::chrono::nanoseconds timeout) {
+    live();
+    placement_->set_timeout(timeout);
+  }
+
+  void barrier() {
+    transport::ProgressThread::Guard guard(progress_thread());
+    live();
+    finish_outstanding();
+    placement_->staging().team().barrier();
+  }
+
+  void check_root(int root, const char* operation) const {
+    if (root < 0 || root >= size_) {
+      throw InvalidArgument(std::string(operation) + ": root " + std::to_string(root) +
+                            " is not a member; valid roots are 0.." + std::to_string(size_ - 1));
+    }
+  }
+
+  const coll::AllreduceAlgorithm& select_allreduce(std::string_view requested, size_t bytes,
+                                                   coll::Buffers buffers, bool open_mpi) const {
+    if (requested != "auto") {
+      const coll::AllreduceAlgorithm& named = coll::allreduce_table().find(requested);
+      if (!named.open_mpi || open_mpi) return named;  // else the table's choice without it
+    }
+    return select(coll::allreduce_table(), overrides_.allreduce, bytes, buffers, open_mpi);
+  }
+  // Whether a call may run Open MPI's own collective (coll::Algorithm::open_mpi): blocking
+  // calls on a communicator the program made (a domain's serves kernels in the DAG runtime).
+  bool open_mpi_allowed(bool blocking) const { return blocking && !adopted_; }
+  // Runs the Open MPI collective that `start(comm, request)` starts on this communicator's
+  // duplicate, after any earlier request, to completion (or Timeout).
+  template <typename Start>
+  Request run_open_mpi(const char* label, Start&& start) {
+    transport::ProgressThread::Guard guard(progress_thread());
+    live();
+    finish_outstanding();
+    // Every member arrives first, under the communicator's timeout: once all are here, each
+    // goes straight into the same MPI call, so none can wait there for a member that never
+    // comes (a member that dies inside it ends the job, as in the program's own MPI calls).
+    coll::CollContext& staging = placement_->staging();
+    staging.set_operation(label);
+    coll::CollTask arrival = coll::barrier_mesh(staging);
+    staging.run(arrival, {});
+    start(comm_);
+    return Request();
+  }
+  // Which kind of memory send and recv are (BufferPlacement::symmetric): the tables choose by it.
+  coll::Buffers buffers_of(const void* send, size_t send_bytes, const void* recv,
+                           size_t recv_bytes) {
+    live();
+    return placement_->symmetric(send, send_bytes, recv, recv_bytes) ? coll::Buffers::kSymmetric
+                                                                     : coll::Buffers::kPlain;
+  }
+  // The algorithm of `table` for a message of `bytes` (see registry.h), logged at debug level.
+  template <typename Args>
+  const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
+                                      const typename coll::AlgorithmTable<Args>::Rules& rules,
+                                      size_t bytes, coll::Buffers buffers,
+                                      bool open_mpi = false) const {
+    live();
+    const auto& chosen =
+        table.choose(bytes, size_, placement_->staging().has_inbox(), rules, buffers, open_mpi);
+    if (log_choices_) table.log_choice(bytes, size_, rules, chosen);
+    return chosen;
+  }
+  const coll::Overrides& overrides() const { return overrides_; }
+
+ private:
+  void live() const {
+    if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
+  }
+
+  coll::Overrides overrides_;  // RANKFLOW_ALLREDUCE and the others, read when created
+  bool log_choices_ = log::enabled(env::LogLevel::kDebug);
+  std::shared_ptr<transport::Context> context_;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+  int rank_ = 0;
+  int size_ = 0;
+  std::unique_ptr<api::BufferPlacement> placement_;  // symmetric memory and staging
+  std::unique_ptr<api::Registrations> registrations_;
+  std::weak_ptr<RequestState> outstanding_;
+  RequestState blocking_;
+  std::weak_ptr<CommunicatorImpl> self_;
+  bool adopted_ = false;  // a domain's communicator (adopt)
+};
+
+}  // namespace rankflow
