@@ -5,6 +5,8 @@ algorithm tables to (collectives/sweep_choices.txt).
 
     python3 scripts/sweep-choices.py [--build build] [--ranks 2] [--sweeps 3]
                                      [--tolerance 0.10] [--out collectives/sweep_choices.txt]
+                                     [--collectives all_to_all,...] [--buffers user]
+                                     [--min-bytes 4] [--full]
 
 Each algorithm is forced with the collective's override variable (RANKFLOW_ALLGATHER=mesh, ...;
 allreduce with --algo), over 4 B to 64 MiB, `rankflow-bench --quick`, with the bench's own MPI
@@ -45,7 +47,9 @@ def run_bench(args, coll, algo, buffers):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OMPI_MCA_rmaps_base_oversubscribe="1")
     bench = [os.path.join(args.build, "bench", "rankflow-bench"), "--coll", coll, "--buffers",
-             buffers, "--min-bytes", "4", "--max-bytes", args.max_bytes, "--quick"]
+             buffers, "--min-bytes", args.min_bytes, "--max-bytes", args.max_bytes]
+    if not args.full:
+        bench.append("--quick")
     mpirun = ["mpirun", "-n", str(args.ranks), "--bind-to", "core"]
     if coll == "allreduce":
         bench += ["--algo", algo]
@@ -72,7 +76,15 @@ def main():
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--sweeps", type=int, default=3)
     p.add_argument("--tolerance", type=float, default=0.10)
+    p.add_argument("--min-bytes", default="4")
     p.add_argument("--max-bytes", default="64M")
+    p.add_argument("--collectives", default=",".join(ALGORITHMS),
+                   help="sweep only these (comma-separated); with --buffers or --min-bytes, "
+                   "the rows swept replace theirs in --out and the others are kept")
+    p.add_argument("--buffers", default=",".join(BUFFERS), help="symmetric,user")
+    p.add_argument("--full", action="store_true",
+                   help="the bench's full batches instead of --quick (steadier from 1 MiB, "
+                   "slower)")
     p.add_argument("--out", default="collectives/sweep_choices.txt")
     p.add_argument("--raw", help="also write every median here (collective buffers "
                    "algorithm bytes time-relative-to-Open-MPI)")
@@ -82,7 +94,9 @@ def main():
     phase = []  # MPI's 4 B time per run
     for sweep in range(args.sweeps):
         for coll, algos in ALGORITHMS.items():
-            for buffers in BUFFERS:
+            if coll not in args.collectives.split(","):
+                continue
+            for buffers in args.buffers.split(","):
                 for algo, largest, smallest in algos:
                     rows = run_bench(args, coll, algo, buffers)
                     if 4 in rows:
@@ -103,15 +117,31 @@ def main():
                         times.setdefault((coll, buffers, algo, size), []).append(us / mpi_us)
         print(f"sweep-choices: sweep {sweep + 1} of {args.sweeps} done", file=sys.stderr)
 
-    lines = [
+    method = "rankflow-bench" + ("" if args.full else " --quick")
+    swept = f"{args.collectives} on {args.buffers} buffers, {args.min_bytes} to {args.max_bytes}"
+    partial = (args.collectives != ",".join(ALGORITHMS) or args.buffers != ",".join(BUFFERS)
+               or args.min_bytes != "4")
+    header = [
         "# The fastest algorithm of each collective per buffer kind and message size (bytes: the",
         "# whole message for allreduce and broadcast, one block for the others), written by",
         "# scripts/sweep-choices.py; tests/unit/sweep_choices_test.cpp checks the tables against",
         "# it. Fields: collective buffers members bytes fastest [others within the tolerance].",
-        f"# {datetime.date.today()}, {args.ranks} ranks, median of {args.sweeps} sweeps "
-        f"(rankflow-bench --quick), tolerance {args.tolerance:.0%}, machine phase: Open MPI's "
-        f"4 B calls took {statistics.median(phase):.2f} us (median of the runs).",
     ]
+    rows = {}  # (coll, buffers, members, size) -> line
+    if partial and os.path.exists(args.out):
+        with open(args.out) as f:
+            kept = [line.rstrip("\n") for line in f]
+        header = [line for line in kept if line.startswith("#")]
+        for line in kept:
+            if line and not line.startswith("#"):
+                fields = line.split()
+                rows[(fields[0], fields[1], int(fields[2]), int(fields[3]))] = line
+    header.append(
+        f"# {datetime.date.today()}, {args.ranks} ranks, {swept}: median of {args.sweeps} "
+        f"sweeps ({method}), each time relative to Open MPI's in the same run, tolerance "
+        f"{args.tolerance:.0%}, machine phase: " +
+        (f"Open MPI's 4 B calls took {statistics.median(phase):.2f} us (median of the runs)."
+         if phase else "not measured (no 4 B rows)."))
     for coll, algos in ALGORITHMS.items():
         for buffers in BUFFERS:
             sizes = sorted({k[3] for k in times if k[0] == coll and k[1] == buffers})
@@ -121,7 +151,12 @@ def main():
                 ranked = sorted(medians, key=medians.get)
                 best = medians[ranked[0]]
                 close = [a for a in ranked[1:] if medians[a] <= best * (1 + args.tolerance)]
-                lines.append(" ".join([coll, buffers, str(args.ranks), str(size), ranked[0]] + close))
+                rows[(coll, buffers, args.ranks, size)] = " ".join(
+                    [coll, buffers, str(args.ranks), str(size), ranked[0]] + close)
+    order = {c: i for i, c in enumerate(ALGORITHMS)}
+    kinds = {b: i for i, b in enumerate(BUFFERS)}
+    lines = header + [rows[k] for k in sorted(rows, key=lambda k: (order[k[0]], kinds[k[1]],
+                                                                    k[2], k[3]))]
     if args.raw:
         with open(args.raw, "w") as f:
             for (coll, buffers, algo, size), us in sorted(times.items()):
