@@ -53,14 +53,14 @@ constexpr Ranges kPushedBroadcast = kTwoMembers(257, 512);
 constexpr Ranges kDirectBroadcastPlain = kTwoMembers(2049, kInbox);
 // Open MPI's own collective (the `mpi` entries) on plain buffers: on one host it copies a message
 // once, through CMA, where a staged path copies it into the window and the peers copy it out.
-// allgather blocks of 8 KiB-4 MiB; all_to_all blocks from 8 KiB; broadcast at 16-32 KiB and
-// 1 MiB. Never for allreduce and reduce_scatter, whose staged paths reduce while they copy.
-// (From 64 KiB on plain buffers these three come from a sweep with the bench's full batches,
+// allgather blocks of 8 KiB-4 MiB; all_to_all blocks from 8 KiB; broadcast at 16-64 KiB and
+// 1-4 MiB. Never for allreduce and reduce_scatter, whose staged paths reduce while they copy.
+// (From 64 KiB on plain buffers these three come from sweeps with the bench's full batches,
 // --full: the quick one swings most there.)
 constexpr Ranges kOpenMpiAllgather = kTwoMembers(4097, 4 << 20);
 constexpr Ranges kOpenMpiAllToAll = kTwoMembers(4097, SIZE_MAX);
-constexpr Ranges kOpenMpiBroadcast{kTwoMembers(8193, 32 << 10),
-                                   kTwoMembers((512 << 10) + 1, 1 << 20)};
+constexpr Ranges kOpenMpiBroadcast{kTwoMembers(8193, 64 << 10),
+                                   kTwoMembers((512 << 10) + 1, 4 << 20)};
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
 
