@@ -72,5 +72,8 @@ CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte*
 
 // Every member signals every other and waits for all of them (the non-blocking barrier).
 CollTask barrier_mesh(CollContext& c);
+// barrier_mesh over a signal kind no algorithm uses: every member has arrived at the same kind
+// of call (the check before Open MPI's own collective, api/mpi_collectives.h).
+CollTask barrier_arrival(CollContext& c);
 
 }  // namespace rankflow::coll

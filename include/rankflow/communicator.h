@@ -117,7 +117,9 @@ class Communicator {
 
   int rank() const;
   int size() const;
-  MPI_Comm mpi_comm() const;  // rankflow's duplicate, for the program's own MPI calls
+  // rankflow's duplicate, for the program's own MPI calls. rankflow runs Open MPI's own
+  // collectives on it too (the tables' mpi entries), in the order of its calls, as MPI allows.
+  MPI_Comm mpi_comm() const;
 
   // Collective: a sub-communicator, as MPI_Comm_split.
   Communicator split(int color, int key) const;

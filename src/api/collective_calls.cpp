@@ -5,6 +5,7 @@
 // (api/mpi_collectives.h). Runs on the calling thread.
 #include <cstddef>
 #include <string_view>
+#include <vector>
 
 #include "api/communicator_impl.h"
 #include "api/mpi_collectives.h"
@@ -45,13 +46,12 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
                      size_t count, DType dtype, ReduceOp op, std::string_view algorithm) {
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t bytes = api::checked_bytes(count, dtype, 1, "allreduce");
-  const bool open_mpi =
-      impl.open_mpi_allowed(blocking) && api::mpi_takes_allreduce(send, recv, count, dtype);
+  const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_allreduce(count, dtype);
   const coll::AllreduceAlgorithm& chosen =
       impl.select_allreduce(algorithm, bytes, impl.buffers_of(send, bytes, recv, bytes), open_mpi);
   if (chosen.open_mpi) {
-    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm) {
-      api::run_allreduce(comm, send, recv, count, dtype, op);
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>& scratch) {
+      api::run_allreduce(comm, send, recv, count, dtype, op, scratch);
     });
   }
   return impl.launch(blocking, [&](RequestState& state) {
@@ -68,13 +68,12 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const size_t total =
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
   const size_t es = dtype_size(dtype);
-  const bool open_mpi = impl.open_mpi_allowed(blocking) &&
-                        api::mpi_takes_allgather(impl.rank(), impl.size(), send, recv, block);
+  const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
   const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block,
                                    impl.buffers_of(send, block, recv, total), open_mpi);
   if (chosen.open_mpi) {
-    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm) {
-      api::run_allgather(comm, impl.rank(), send, recv, block);
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>& scratch) {
+      api::run_allgather(comm, impl.size(), send, recv, block, scratch);
     });
   }
   return impl.launch(blocking, [&](RequestState& state) {
@@ -91,13 +90,13 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
   const size_t block = api::checked_bytes(count, dtype, 1, "reduce_scatter");
   const size_t total =
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
-  const bool open_mpi = impl.open_mpi_allowed(blocking) &&
-                        api::mpi_takes_reduce_scatter(impl.size(), send, recv, count, dtype);
+  const bool open_mpi =
+      impl.open_mpi_allowed(blocking) && api::mpi_takes_reduce_scatter(count, dtype);
   const auto& chosen = impl.select(coll::reduce_scatter_table(), impl.overrides().reduce_scatter,
                                    block, impl.buffers_of(send, total, recv, block), open_mpi);
   if (chosen.open_mpi) {
-    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm) {
-      api::run_reduce_scatter(comm, send, recv, count, dtype, op);
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>& scratch) {
+      api::run_reduce_scatter(comm, impl.size(), send, recv, count, dtype, op, scratch);
     });
   }
   return impl.launch(blocking, [&](RequestState& state) {
@@ -113,12 +112,13 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   impl.check_root(root, "broadcast");
   const size_t bytes = api::checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
-  const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_broadcast(bytes);
+  const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(bytes);
   const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes,
                                    impl.buffers_of(buffer, bytes, buffer, bytes), open_mpi);
   if (chosen.open_mpi) {
-    return impl.run_open_mpi(chosen.label,
-                             [&](MPI_Comm comm) { api::run_broadcast(comm, buffer, bytes, root); });
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>&) {
+      api::run_broadcast(comm, buffer, bytes, root);
+    });
   }
   auto* ptr = static_cast<std::byte*>(buffer);
   return impl.launch(blocking, [&](RequestState& state) {
@@ -148,13 +148,13 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
   const size_t block = api::checked_bytes(count, dtype, 1, "all_to_all");
   const size_t total =
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
-  const bool open_mpi =
-      impl.open_mpi_allowed(blocking) && api::mpi_takes_all_to_all(impl.size(), send, recv, block);
+  const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
   const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block,
                                    impl.buffers_of(send, total, recv, total), open_mpi);
   if (chosen.open_mpi) {
-    return impl.run_open_mpi(chosen.label,
-                             [&](MPI_Comm comm) { api::run_all_to_all(comm, send, recv, block); });
+    return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>& scratch) {
+      api::run_all_to_all(comm, impl.size(), send, recv, block, scratch);
+    });
   }
   return impl.launch(blocking, [&](RequestState& state) {
     prepare_algorithm(impl, state, chosen, block, send, total, recv, total,

@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "api/buffer_placement.h"
 #include "api/registrations.h"
@@ -274,21 +275,24 @@ class CommunicatorImpl {
   // Whether a call may run Open MPI's own collective (coll::Algorithm::open_mpi): blocking
   // calls on a communicator the program made (a domain's serves kernels in the DAG runtime).
   bool open_mpi_allowed(bool blocking) const { return blocking && !adopted_; }
-  // Runs the Open MPI collective that `start(comm, request)` starts on this communicator's
-  // duplicate, after any earlier request, to completion (or Timeout).
-  template <typename Start>
-  Request run_open_mpi(const char* label, Start&& start) {
-    transport::ProgressThread::Guard guard(progress_thread());
-    live();
-    finish_outstanding();
-    // Every member arrives first, under the communicator's timeout: once all are here, each
-    // goes straight into the same MPI call, so none can wait there for a member that never
-    // comes (a member that dies inside it ends the job, as in the program's own MPI calls).
-    coll::CollContext& staging = placement_->staging();
-    staging.set_operation(label);
-    coll::CollTask arrival = coll::barrier_mesh(staging);
-    staging.run(arrival, {});
-    start(comm_);
+  // Runs the blocking Open MPI collective `run(comm, scratch)` on this communicator's duplicate,
+  // after any earlier request. Every member arrives first, under the communicator's timeout
+  // (barrier_arrival, a signal kind of its own): once all are here, each goes straight into the
+  // same MPI call, so none waits there for a member that never comes or that chose another
+  // algorithm (a member that dies inside it ends the job, as in the program's own MPI calls).
+  // The progress thread's lock is released for the MPI call, which needs no UCX progress.
+  template <typename Run>
+  Request run_open_mpi(const char* label, Run&& run) {
+    {
+      transport::ProgressThread::Guard guard(progress_thread());
+      live();
+      finish_outstanding();
+      coll::CollContext& staging = placement_->staging();
+      staging.set_operation(label);
+      coll::CollTask arrival = coll::barrier_arrival(staging);
+      staging.run(arrival, {});
+    }
+    run(comm_, mpi_scratch_);
     return Request();
   }
   // Which kind of memory send and recv are (BufferPlacement::symmetric): the tables choose by it.
@@ -328,7 +332,8 @@ class CommunicatorImpl {
   std::weak_ptr<RequestState> outstanding_;
   RequestState blocking_;
   std::weak_ptr<CommunicatorImpl> self_;
-  bool adopted_ = false;  // a domain's communicator (adopt)
+  bool adopted_ = false;                // a domain's communicator (adopt)
+  std::vector<std::byte> mpi_scratch_;  // a copy of an overlapping input for Open MPI's call
 };
 
 }  // namespace rankflow

@@ -3,6 +3,7 @@
 
 #include <climits>
 #include <cstdint>
+#include <cstring>
 
 #include "transport/mpi_session.h"
 
@@ -39,64 +40,56 @@ bool disjoint(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   return a_bytes == 0 || b_bytes == 0 || x + a_bytes <= y || y + b_bytes <= x;
 }
 
-const void* in_place_or(const void* send, bool in_place) {
-  return in_place ? MPI_IN_PLACE : send;
-}
-
-const std::byte* block_of(const void* base, int rank, size_t block_bytes) {
-  return static_cast<const std::byte*>(base) + static_cast<size_t>(rank) * block_bytes;
+// `send`, or a copy of it in `scratch` when it shares a byte with recv (in place included):
+// MPI_IN_PLACE must be passed on every member or on none, and whether a member's buffers
+// overlap is its own business, so Open MPI's call never gets it.
+const void* apart_from(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes,
+                       std::vector<std::byte>& scratch) {
+  if (disjoint(send, send_bytes, recv, recv_bytes)) return send;
+  scratch.resize(send_bytes);
+  std::memcpy(scratch.data(), send, send_bytes);
+  return scratch.data();
 }
 
 }  // namespace
 
-bool mpi_takes_allreduce(const void* send, const void* recv, size_t count, DType dtype) {
-  const size_t bytes = count * dtype_size(dtype);
-  return fits_int(count) && reduction_type(dtype) != MPI_DATATYPE_NULL &&
-         (send == recv || disjoint(send, bytes, recv, bytes));
+bool mpi_takes_allreduce(size_t count, DType dtype) {
+  return fits_int(count) && reduction_type(dtype) != MPI_DATATYPE_NULL;
 }
 
-bool mpi_takes_allgather(int rank, int size, const void* send, const void* recv,
-                         size_t block_bytes) {
-  return fits_int(block_bytes) &&
-         (send == block_of(recv, rank, block_bytes) ||
-          disjoint(send, block_bytes, recv, block_bytes * static_cast<size_t>(size)));
+bool mpi_takes_exchange(size_t block_bytes) {
+  return fits_int(block_bytes);
 }
 
-bool mpi_takes_reduce_scatter(int size, const void* send, const void* recv, size_t count,
-                              DType dtype) {
-  const size_t block = count * dtype_size(dtype);
-  return fits_int(count) && reduction_type(dtype) != MPI_DATATYPE_NULL &&
-         (send == recv || disjoint(send, block * static_cast<size_t>(size), recv, block));
-}
-
-bool mpi_takes_broadcast(size_t bytes) {
-  return fits_int(bytes);
-}
-
-bool mpi_takes_all_to_all(int size, const void* send, const void* recv, size_t block_bytes) {
-  const size_t total = block_bytes * static_cast<size_t>(size);
-  return fits_int(block_bytes) && (send == recv || disjoint(send, total, recv, total));
+bool mpi_takes_reduce_scatter(size_t count, DType dtype) {
+  return fits_int(count) && reduction_type(dtype) != MPI_DATATYPE_NULL;
 }
 
 void run_allreduce(MPI_Comm comm, const void* send, void* recv, size_t count, DType dtype,
-                   ReduceOp op) {
-  transport::check_mpi(MPI_Allreduce(in_place_or(send, send == recv), recv, static_cast<int>(count),
-                                     reduction_type(dtype), mpi_op(op), comm),
-                       "MPI_Allreduce");
+                   ReduceOp op, std::vector<std::byte>& scratch) {
+  const size_t bytes = count * dtype_size(dtype);
+  transport::check_mpi(
+      MPI_Allreduce(apart_from(send, bytes, recv, bytes, scratch), recv, static_cast<int>(count),
+                    reduction_type(dtype), mpi_op(op), comm),
+      "MPI_Allreduce");
 }
 
-void run_allgather(MPI_Comm comm, int rank, const void* send, void* recv, size_t block_bytes) {
+void run_allgather(MPI_Comm comm, int size, const void* send, void* recv, size_t block_bytes,
+                   std::vector<std::byte>& scratch) {
   const int bytes = static_cast<int>(block_bytes);
-  transport::check_mpi(MPI_Allgather(in_place_or(send, send == block_of(recv, rank, block_bytes)),
-                                     bytes, MPI_BYTE, recv, bytes, MPI_BYTE, comm),
+  const size_t total = block_bytes * static_cast<size_t>(size);
+  transport::check_mpi(MPI_Allgather(apart_from(send, block_bytes, recv, total, scratch), bytes,
+                                     MPI_BYTE, recv, bytes, MPI_BYTE, comm),
                        "MPI_Allgather");
 }
 
-void run_reduce_scatter(MPI_Comm comm, const void* send, void* recv, size_t count, DType dtype,
-                        ReduceOp op) {
+void run_reduce_scatter(MPI_Comm comm, int size, const void* send, void* recv, size_t count,
+                        DType dtype, ReduceOp op, std::vector<std::byte>& scratch) {
+  const size_t block = count * dtype_size(dtype);
+  const size_t total = block * static_cast<size_t>(size);
   transport::check_mpi(
-      MPI_Reduce_scatter_block(in_place_or(send, send == recv), recv, static_cast<int>(count),
-                               reduction_type(dtype), mpi_op(op), comm),
+      MPI_Reduce_scatter_block(apart_from(send, total, recv, block, scratch), recv,
+                               static_cast<int>(count), reduction_type(dtype), mpi_op(op), comm),
       "MPI_Reduce_scatter_block");
 }
 
@@ -105,11 +98,13 @@ void run_broadcast(MPI_Comm comm, void* buffer, size_t bytes, int root) {
                        "MPI_Bcast");
 }
 
-void run_all_to_all(MPI_Comm comm, const void* send, void* recv, size_t block_bytes) {
+void run_all_to_all(MPI_Comm comm, int size, const void* send, void* recv, size_t block_bytes,
+                    std::vector<std::byte>& scratch) {
   const int bytes = static_cast<int>(block_bytes);
-  transport::check_mpi(
-      MPI_Alltoall(in_place_or(send, send == recv), bytes, MPI_BYTE, recv, bytes, MPI_BYTE, comm),
-      "MPI_Alltoall");
+  const size_t total = block_bytes * static_cast<size_t>(size);
+  transport::check_mpi(MPI_Alltoall(apart_from(send, total, recv, total, scratch), bytes, MPI_BYTE,
+                                    recv, bytes, MPI_BYTE, comm),
+                       "MPI_Alltoall");
 }
 
 }  // namespace rankflow::api

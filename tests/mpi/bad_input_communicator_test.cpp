@@ -51,7 +51,7 @@ void wait_alone_then_complete(Communicator& c, Request (*start)(Communicator&)) 
 TEST(BadInput, CommunicatorH) {
   const int n = context().world_size(), last = n - 1;
   const std::string sn = std::to_string(n), roots = "valid roots are 0.." + std::to_string(last);
-  const std::string algorithms = "onephase, twophase, ring, bidirectional_ring, ibing";
+  const std::string algorithms = "onephase, twophase, ring, bidirectional_ring, ibing, mpi";
   const std::string dtypes = "valid dtypes are f32, f64, f16, bf16, i32, i64";
   const size_t too_many = SIZE_MAX / 4 / static_cast<size_t>(n) + 1;  // f32 blocks of all members
   const auto bad_dtype = static_cast<DType>(42);
