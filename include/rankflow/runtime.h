@@ -24,6 +24,7 @@
 #include <cstring>
 #include <functional>
 #include <initializer_list>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -243,9 +244,18 @@ class Worker {
   Worker(const Worker&) = delete;
   Worker& operator=(const Worker&) = delete;
 
-  // On every rank, in the same order, before init().
+  // On every rank, in the same order. Before init() each rank registers on its own and init()
+  // checks that they agree. After init() (between runs, never inside one: InvalidState) the
+  // call is collective: it returns once every chip installed the kernel, and InvalidArgument
+  // on every rank when any rank refused it or registered something else. A worker holds up to
+  // 64 live kernels and 64 live sub callables (InvalidArgument past that).
   KernelHandle register_kernel(std::string name, TaskFn fn);
   SubHandle register_sub(std::string name, TaskFn fn);
+  // Takes a registration back, on every rank, in the same order (collective after init, as
+  // registration). Its slot counts no more towards the 64; the handle stays dead: submitting it,
+  // or unregistering it again, is InvalidArgument.
+  void unregister(KernelHandle kernel);
+  void unregister(SubHandle sub);
 
   // Collective. Checks that every rank registered the same kernels and subs.
   void init();
@@ -258,6 +268,14 @@ class Worker {
   bool is_host() const;
   int rank() const;
   int chips() const;
+
+  // Host only (InvalidState on a chip, or before init()). Bytes of chip `worker`'s child
+  // memory held by alloc_child_tensor allocations, counting ones freed in the current run
+  // (reusable after it); InvalidArgument for a worker out of range.
+  size_t committed_child_memory(int worker) const;
+  // The communication domains of the current run that are not released, by name (empty
+  // between runs: domains end with their run).
+  std::map<std::string, Domain> live_domains() const;
 
  private:
   std::unique_ptr<detail::WorkerImpl> impl_;

@@ -9,14 +9,27 @@ namespace rankflow::runtime {
 using detail::TensorAccess;
 
 ChildMemory::ChildMemory(int chips, size_t bytes_per_chip, BufferIds& ids)
-    : bytes_per_chip_(bytes_per_chip), ids_(ids), arenas_(chips, RangeAllocator(bytes_per_chip)) {}
+    : bytes_per_chip_(bytes_per_chip),
+      ids_(ids),
+      arenas_(chips, RangeAllocator(bytes_per_chip)),
+      committed_(chips, 0) {}
 
-Tensor ChildMemory::alloc(int worker, std::vector<size_t> shape, DType dtype, size_t bytes) {
-  const int chips = static_cast<int>(arenas_.size());
+namespace {
+void check_worker(int worker, int chips, const char* operation) {
   if (worker < 0 || worker >= chips) {
-    throw InvalidArgument("alloc_child_tensor: worker " + std::to_string(worker) +
+    throw InvalidArgument(std::string(operation) + ": worker " + std::to_string(worker) +
                           " does not exist; chip workers are 0.." + std::to_string(chips - 1));
   }
+}
+}  // namespace
+
+size_t ChildMemory::committed(int worker) const {
+  check_worker(worker, static_cast<int>(arenas_.size()), "committed_child_memory");
+  return committed_[worker];
+}
+
+Tensor ChildMemory::alloc(int worker, std::vector<size_t> shape, DType dtype, size_t bytes) {
+  check_worker(worker, static_cast<int>(arenas_.size()), "alloc_child_tensor");
   const auto offset = arenas_[worker].allocate(bytes);
   if (!offset) {
     throw InvalidArgument("alloc_child_tensor: " + std::to_string(bytes) +
@@ -27,6 +40,7 @@ Tensor ChildMemory::alloc(int worker, std::vector<size_t> shape, DType dtype, si
   Tensor t =
       TensorAccess::make(ids_.next(), *offset, bytes, std::move(shape), dtype, nullptr, worker);
   allocations_[TensorAccess::buffer(t)] = {worker, *offset, bytes, true};
+  committed_[worker] += bytes;
   return t;
 }
 
@@ -65,6 +79,7 @@ void ChildMemory::end_run() {
   for (uint64_t buffer : pending_free_) {
     const Allocation& a = allocations_.at(buffer);
     arenas_[a.worker].release(a.offset, a.bytes);
+    committed_[a.worker] -= a.bytes;
   }
   pending_free_.clear();
 }

@@ -26,6 +26,9 @@ class ChildMemory {
   void check_use(const Tensor& t, int worker, const std::string& which) const;
   // After the run: memory freed during it becomes reusable.
   void end_run();
+  // Bytes of `worker`'s child arena held by allocations: live ones, and ones freed in this run
+  // (reusable only after it). InvalidArgument for a worker out of range.
+  size_t committed(int worker) const;
 
  private:
   struct Allocation {
@@ -39,6 +42,7 @@ class ChildMemory {
   std::vector<RangeAllocator> arenas_;                    // per chip
   std::unordered_map<uint64_t, Allocation> allocations_;  // by buffer id
   std::vector<uint64_t> pending_free_;                    // freed this run, reusable after it
+  std::vector<size_t> committed_;                         // per chip
 };
 
 }  // namespace rankflow::runtime

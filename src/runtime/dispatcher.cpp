@@ -191,6 +191,11 @@ void Dispatcher::beat_if_due() {
     link.beat();
 }
 
+void Dispatcher::exclusively(const std::function<void()>& work) {
+  DriverRole role(*this);
+  work();
+}
+
 void Dispatcher::idle_round() {
   RoundRole role(driver_);
   if (!role.held()) return;

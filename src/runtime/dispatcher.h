@@ -65,6 +65,9 @@ class Dispatcher {
   // Body thread: drives until every task of the run finished, then ends the run on every chip.
   // Timeout when no task finishes for the timeout (naming the oldest task in flight).
   void finish_run();
+  // Runs `work` holding the driver role, so no other thread progresses UCX meanwhile: for the
+  // main thread's own MPI waits between runs (Context::mpi_wait progresses UCX itself).
+  void exclusively(const std::function<void()>& work);
 
   // Marks the calling thread as about to kick (chip_work_queued need not wake anyone).
   class Kicking {

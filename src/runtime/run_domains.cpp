@@ -69,6 +69,14 @@ void RunDomains::check_args(const std::vector<TaskArg>& args, std::string_view t
   }
 }
 
+std::map<std::string, Domain> RunDomains::live() const {
+  std::map<std::string, Domain> live;
+  for (const auto& domain : domains_) {
+    if (!domain->released) live.emplace(domain->name, DomainState::handle(domain));
+  }
+  return live;
+}
+
 void RunDomains::end_run() {
   for (const auto& domain : domains_)
     domain->released = true;

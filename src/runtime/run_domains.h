@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -36,6 +37,8 @@ class RunDomains {
                   std::vector<uint64_t>& after) const;
   // After the run: the chips free them.
   void end_run();
+  // The run's domains that are not released, by name.
+  std::map<std::string, Domain> live() const;
 
  private:
   int chips_;

@@ -15,6 +15,7 @@
 #pragma once
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -62,6 +63,12 @@ class Scheduler : public detail::OrchestratorBackend {
   void drain_timed_out_run();
   // Tells the chips that the worker is closing (they wait for it, hearing the heartbeats).
   void announce_close() { dispatcher_->announce_close(); }
+  // Runs `work` (an MPI wait of the main thread between runs) with no other thread
+  // progressing UCX.
+  void exclusively(const std::function<void()>& work) { dispatcher_->exclusively(work); }
+  // Introspection (Worker::committed_child_memory, Worker::live_domains).
+  size_t committed_child_memory(int worker) const { return child_.committed(worker); }
+  std::map<std::string, Domain> live_domains() const { return domains_.live(); }
 
   Tensor host_tensor(std::vector<size_t> shape, DType dtype) override;
   Tensor alloc(std::vector<size_t> shape, DType dtype) override;

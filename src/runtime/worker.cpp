@@ -51,14 +51,97 @@ void WorkerImpl::check_state(State expected, const char* operation) const {
   throw InvalidState(std::string(operation) + ": the worker is " + now);
 }
 
+// Registration is open before init(), and after it between runs. A run in progress (or a
+// timed-out run still open on the chips) would keep the chips from the collective agreement.
+void WorkerImpl::check_can_register(const char* operation) {
+  if (state_ == State::kClosed) check_state(State::kReady, operation);  // "the worker is closed"
+  if (in_run_) {
+    throw InvalidState(std::string(operation) +
+                       ": called inside a run; register and unregister between runs, on every "
+                       "rank in the same order");
+  }
+  if (state_ == State::kReady && is_host() && scheduler_->run_timed_out()) {
+    scheduler_->drain_timed_out_run();  // the chips leave that run first (or Timeout)
+  }
+}
+
+// Applies `change` to the kernel table; after init every rank then agrees on the result before
+// any returns, and a change that failed or differs anywhere is undone everywhere.
+template <typename Change, typename Undo>
+auto WorkerImpl::change_registrations(const std::string& operation, Change change, Undo undo) {
+  if (state_ != State::kReady) return change();
+  std::exception_ptr local_error;
+  decltype(change()) result{};
+  try {
+    result = change();
+  } catch (const Error&) {
+    local_error = std::current_exception();
+  }
+  try {
+    agree_on_registrations(operation, local_error);
+  } catch (...) {
+    if (!local_error) undo(result);
+    throw;
+  }
+  return result;
+}
+
 KernelHandle WorkerImpl::register_kernel(std::string name, TaskFn fn) {
-  check_state(State::kRegistering, "register_kernel");
-  return kernels_.add_kernel(std::move(name), std::move(fn));
+  check_can_register("register_kernel");
+  const std::string operation = "register_kernel('" + name + "')";
+  return change_registrations(
+      operation, [&] { return kernels_.add_kernel(std::move(name), std::move(fn)); },
+      [&](KernelHandle) { kernels_.undo_add(false); });
 }
 
 SubHandle WorkerImpl::register_sub(std::string name, TaskFn fn) {
-  check_state(State::kRegistering, "register_sub");
-  return kernels_.add_sub(std::move(name), std::move(fn));
+  check_can_register("register_sub");
+  const std::string operation = "register_sub('" + name + "')";
+  return change_registrations(
+      operation, [&] { return kernels_.add_sub(std::move(name), std::move(fn)); },
+      [&](SubHandle) { kernels_.undo_add(true); });
+}
+
+void WorkerImpl::unregister(bool sub, uint32_t fn, const char* operation) {
+  check_can_register(operation);
+  change_registrations(
+      operation,
+      [&] {
+        kernels_.remove(sub, fn);
+        return true;
+      },
+      [&](bool) { kernels_.undo_remove(sub, fn); });
+}
+
+// After init: every rank's table must read the same, and every rank's change must have
+// succeeded. One allgather of (signature hash, ok) under the worker's timeout.
+void WorkerImpl::agree_on_registrations(const std::string& operation,
+                                        std::exception_ptr local_error) {
+  const uint64_t mine[2] = {std::hash<std::string>{}(kernels_.signature()), local_error ? 0u : 1u};
+  std::vector<uint64_t> all(2 * static_cast<size_t>(size_));
+  MPI_Request request;
+  transport::check_mpi(
+      MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD, &request),
+      "MPI_Iallgather(registrations)");
+  const auto wait = [&] { context_->mpi_wait(request, operation + " (agreeing with every rank)"); };
+  if (is_host()) {
+    scheduler_->exclusively(wait);  // its thread progresses UCX between runs too
+  } else {
+    wait();
+  }
+  if (local_error) std::rethrow_exception(local_error);
+  for (int r = 0; r < size_; ++r) {
+    if (all[2 * r + 1] == 0) {
+      throw InvalidArgument(operation + ": rank " + std::to_string(r) +
+                            " refused it, so no rank keeps it (see rank " + std::to_string(r) +
+                            "'s error)");
+    }
+    if (all[2 * r] != all[0]) {
+      throw InvalidArgument(operation + ": rank " + std::to_string(r) +
+                            " registered different kernels or subs than rank 0; register and "
+                            "unregister the same names in the same order on every rank");
+    }
+  }
 }
 
 // Every rank must register the same kernels and subs, in the same order.
@@ -108,6 +191,12 @@ void WorkerImpl::init() {
 
 void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
   check_state(State::kReady, "run");
+  if (in_run_) throw InvalidState("run: called inside a run (from its own body or a task)");
+  in_run_ = true;
+  struct RunEnds {
+    bool& in_run;
+    ~RunEnds() { in_run = false; }
+  } run_ends{in_run_};
   if (!is_host()) return chip_->serve_run();
   scheduler_->begin_run();
   std::exception_ptr body_error;
@@ -123,6 +212,14 @@ void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
     if (!body_error) throw;
   }
   if (body_error) std::rethrow_exception(body_error);
+}
+
+const runtime::Scheduler& WorkerImpl::host_scheduler(const char* operation) const {
+  check_state(State::kReady, operation);
+  if (!is_host()) {
+    throw InvalidState(std::string(operation) + ": the host keeps this record; call it on rank 0");
+  }
+  return *scheduler_;
 }
 
 void WorkerImpl::close() {
@@ -165,6 +262,12 @@ KernelHandle Worker::register_kernel(std::string name, TaskFn fn) {
 SubHandle Worker::register_sub(std::string name, TaskFn fn) {
   return impl_->register_sub(std::move(name), std::move(fn));
 }
+void Worker::unregister(KernelHandle kernel) {
+  impl_->unregister(false, kernel.index, "unregister(kernel)");
+}
+void Worker::unregister(SubHandle sub) {
+  impl_->unregister(true, sub.index, "unregister(sub)");
+}
 void Worker::init() {
   impl_->init();
 }
@@ -182,6 +285,12 @@ int Worker::rank() const {
 }
 int Worker::chips() const {
   return impl_->chips();
+}
+size_t Worker::committed_child_memory(int worker) const {
+  return impl_->host_scheduler("committed_child_memory").committed_child_memory(worker);
+}
+std::map<std::string, Domain> Worker::live_domains() const {
+  return impl_->host_scheduler("live_domains").live_domains();
 }
 
 }  // namespace rankflow

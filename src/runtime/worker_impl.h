@@ -22,8 +22,11 @@ class WorkerImpl {
   WorkerImpl(int& argc, char**& argv, WorkerOptions options);
   ~WorkerImpl();
 
+  // Before init() each rank registers on its own (init checks that they agree); after it a
+  // registration or unregister is collective (see agree_on_registrations).
   KernelHandle register_kernel(std::string name, TaskFn fn);
   SubHandle register_sub(std::string name, TaskFn fn);
+  void unregister(bool sub, uint32_t fn, const char* operation);
   void init();
   void run(const std::function<void(Orchestrator&)>& body);
   void close();
@@ -31,11 +34,16 @@ class WorkerImpl {
   bool is_host() const { return rank_ == 0; }
   int rank() const { return rank_; }
   int chips() const { return size_ - 1; }
+  const runtime::Scheduler& host_scheduler(const char* operation) const;
 
  private:
   enum class State { kRegistering, kReady, kClosed };
   void check_state(State expected, const char* operation) const;
   void check_registrations_match();
+  void check_can_register(const char* operation);
+  template <typename Change, typename Undo>
+  auto change_registrations(const std::string& operation, Change change, Undo undo);
+  void agree_on_registrations(const std::string& operation, std::exception_ptr local_error);
   void end_timed_out_run();
 
   std::shared_ptr<transport::Context> context_;
@@ -43,6 +51,7 @@ class WorkerImpl {
   int rank_ = 0;
   int size_ = 0;
   State state_ = State::kRegistering;
+  bool in_run_ = false;  // inside run(): registrations wait until it returns
   runtime::KernelTable kernels_;
   std::unique_ptr<Team> team_;
   std::unique_ptr<runtime::Scheduler> scheduler_;  // host only

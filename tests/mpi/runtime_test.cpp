@@ -578,7 +578,9 @@ TEST(RuntimeTest, HostWorkBetweenRunsDoesNotTimeChipsOut) {
 }
 
 TEST(RuntimeTest, LifecycleMisuseIsAnError) {
-  EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
+  g_worker->run([&](Orchestrator&) {
+    EXPECT_THROW(g_worker->register_kernel("late", set_99), InvalidState);
+  });
   EXPECT_THROW(g_worker->init(), InvalidState);
 }
 
