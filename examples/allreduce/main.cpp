@@ -6,7 +6,9 @@
 //
 //   mpirun -n 5 build/examples/allreduce/allreduce    # host + 4 chips
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -17,13 +19,21 @@ namespace {
 constexpr size_t kCount = 256;
 const char* const kAlgorithms[] = {"onephase", "twophase", "ring", "bidirectional_ring", "ibing"};
 
-// args: {algorithm index}, in, out, domain
+// args: in, out, domain; scalars: element count, nranks, algorithm index (as the reference's
+// kernels take theirs).
 void allreduce(rankflow::TaskContext& t) {
-  const auto algorithm = kAlgorithms[t.input<int32_t>(0)[0]];
-  auto in = t.input<float>(1);
-  auto out = t.output<float>(2);
-  t.domain(3).communicator().allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32,
-                                       rankflow::ReduceOp::kSum, algorithm);
+  const auto count = t.scalar<uint64_t>(0);
+  const auto nranks = t.scalar<int32_t>(1);
+  const auto algorithm = kAlgorithms[t.scalar<int32_t>(2)];
+  rankflow::DomainContext& domain = t.domain(2);
+  if (nranks != domain.size()) {
+    throw std::runtime_error("nranks " + std::to_string(nranks) + " but the domain has " +
+                             std::to_string(domain.size()) + " members");
+  }
+  auto in = t.input<float>(0);
+  auto out = t.output<float>(1);
+  domain.communicator().allreduce(in.data(), out.data(), count, rankflow::DType::kF32,
+                                  rankflow::ReduceOp::kSum, algorithm);
 }
 
 }  // namespace
@@ -41,17 +51,16 @@ int main(int argc, char** argv) {
         for (int w = 0; w < p; ++w)
           workers.push_back(w);
         auto domain = orch.allocate_domain("all", workers, 1 << 16);
-        auto algorithm = orch.host_tensor<int32_t>({1});
-        algorithm.host<int32_t>()[0] = a;
-        std::vector<std::vector<rankflow::TensorArg>> args;
+        std::vector<std::vector<rankflow::TaskArg>> args;
         std::vector<rankflow::Tensor> outs;
         for (int r = 0; r < p; ++r) {
           auto in_r = orch.host_tensor<float>({kCount});
           for (size_t i = 0; i < kCount; ++i)
             in_r.host<float>()[i] = static_cast<float>(i + 100 * r);
           outs.push_back(orch.host_tensor<float>({kCount}));
-          args.push_back({rankflow::in(algorithm), rankflow::in(in_r), rankflow::out(outs.back()),
-                          rankflow::domain_arg(domain)});
+          args.push_back({rankflow::in(in_r), rankflow::out(outs.back()),
+                          rankflow::domain_arg(domain), rankflow::scalar(uint64_t{kCount}),
+                          rankflow::scalar(int32_t{p}), rankflow::scalar(int32_t{a})});
         }
         orch.submit_group(kernel, args, workers).wait();
         double max_diff = 0;

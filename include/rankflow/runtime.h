@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "rankflow/domain.h"
+#include "rankflow/host_buffer.h"
 #include "rankflow/task_arg.h"
 #include "rankflow/tensor.h"
 #include "rankflow/types.h"
@@ -269,6 +270,16 @@ class Worker {
   int rank() const;
   int chips() const;
 
+  // A zero-filled host buffer of `bytes` owned by the worker, valid across runs until
+  // release_buffer (rankflow/host_buffer.h). Call it on every rank (a chip's handle names
+  // nothing), after init(), between runs or in the body. InvalidArgument for 0 bytes or more
+  // than the host arena has free.
+  HostBuffer create_buffer(size_t bytes);
+  // Frees a buffer's memory; its handle and tensors are dead afterwards (InvalidState, and
+  // InvalidArgument as a task argument). InvalidState while a run that named the buffer is in
+  // flight (release it after that run); InvalidArgument if released already.
+  void release_buffer(HostBuffer& buffer);
+
   // Host only (InvalidState on a chip, or before init()). Bytes of chip `worker`'s child
   // memory held by alloc_child_tensor allocations, counting ones freed in the current run
   // (reusable after it); InvalidArgument for a worker out of range.
@@ -315,6 +326,10 @@ Tensor Orchestrator::host_tensor(std::vector<size_t> shape) {
 template <typename T>
 Tensor Orchestrator::alloc(std::vector<size_t> shape) {
   return alloc(std::move(shape), dtype_of<T>());
+}
+template <typename T>
+Tensor HostBuffer::tensor(std::vector<size_t> shape, size_t byte_offset) const {
+  return tensor(std::move(shape), dtype_of<T>(), byte_offset);
 }
 
 }  // namespace rankflow

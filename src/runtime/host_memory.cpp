@@ -36,7 +36,7 @@ HostMemory::HostMemory(std::byte* arena, size_t bytes, BufferIds& ids)
 Tensor HostMemory::place(size_t offset, std::vector<size_t> shape, DType dtype, size_t bytes) {
   Tensor t = detail::TensorAccess::make(ids_.next(), offset, bytes, std::move(shape), dtype,
                                         base_ + offset, -1);
-  live_.insert(detail::TensorAccess::buffer(t));
+  live_.emplace(detail::TensorAccess::buffer(t), Range{offset, bytes});
   return t;
 }
 
@@ -76,8 +76,50 @@ std::vector<LeaseQueue::Released> HostMemory::take_released() {
   return released;
 }
 
+bool HostMemory::use(uint64_t buffer) {
+  if (live_.contains(buffer)) return true;
+  auto it = persistent_.find(buffer);
+  if (it == persistent_.end()) return false;
+  it->second.named_in_run = run_;
+  return true;
+}
+
+Tensor HostMemory::create_persistent(size_t bytes) {
+  const auto offset = arena_.allocate(bytes);
+  if (!offset) {
+    throw InvalidArgument("create_buffer: " + std::to_string(bytes) + " bytes do not fit in the " +
+                          "host arena (" + std::to_string(arena_.used()) + " of " +
+                          std::to_string(arena_.capacity()) +
+                          " bytes in use; raise WorkerOptions::host_arena_bytes)");
+  }
+  Tensor t = detail::TensorAccess::make(ids_.next(), *offset, bytes, {bytes}, DType::kU8,
+                                        base_ + *offset, -1);
+  persistent_.emplace(detail::TensorAccess::buffer(t), Range{*offset, bytes});
+  std::memset(base_ + *offset, 0, bytes);
+  return t;
+}
+
+uint64_t HostMemory::last_run_naming(uint64_t buffer) const {
+  auto it = persistent_.find(buffer);
+  if (it == persistent_.end()) {
+    throw InvalidArgument("release_buffer: not a live buffer of this worker (released already?)");
+  }
+  return it->second.named_in_run;
+}
+
+void HostMemory::release_persistent(uint64_t buffer) {
+  const Range range = persistent_.at(buffer);
+  arena_.release(range.offset, range.bytes);
+  persistent_.erase(buffer);
+}
+
 void HostMemory::end_run() {
-  arena_.reset();
+  if (persistent_.empty()) {
+    arena_.reset();
+  } else {
+    for (const auto& [buffer, range] : live_)
+      arena_.release(range.offset, range.bytes);
+  }
   live_.clear();
   std::lock_guard lock(leases_->mutex);
   leases_->released.clear();

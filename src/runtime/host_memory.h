@@ -1,8 +1,10 @@
-// HostMemory: the host's tensor arena for one run. host_tensor memory lives until the run
-// ends; Orchestrator::alloc intermediates carry a lease and return to the arena as soon as the
-// last copy of their Tensor (and of its views) is gone, which, since tasks hold copies of their
-// arguments until they finish, is also after their last user finished. Called on the host's
-// main thread (the body); leases may be released from any thread, through their queue.
+// HostMemory: the host's tensor arena. host_tensor memory lives until the run ends;
+// Orchestrator::alloc intermediates carry a lease and return to the arena as soon as the last
+// copy of their Tensor (and of its views) is gone, which, since tasks hold copies of their
+// arguments until they finish, is also after their last user finished. Persistent buffers
+// (Worker::create_buffer) live across runs until released, and remember the last run that
+// named them. Called on the host's main thread (the body, and between runs); leases may be
+// released from any thread, through their queue.
 #pragma once
 
 #include <atomic>
@@ -12,7 +14,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <unordered_set>
+#include <unordered_map>
 #include <vector>
 
 #include "rankflow/tensor.h"
@@ -50,9 +52,18 @@ class HostMemory {
   // Returns the memory of released leases; calls forget(buffer) for each buffer it freed.
   template <typename Forget>
   void reclaim(Forget&& forget);
-  // After the run: every host tensor goes.
+  // After the run: every host tensor goes (persistent buffers stay).
   void end_run();
-  bool live(uint64_t buffer) const { return live_.contains(buffer); }
+  // Whether `buffer` is a host allocation a task of this run may name; a persistent buffer is
+  // marked as named by this run.
+  bool use(uint64_t buffer);
+  // A zero-filled buffer that lives across runs, as a 1-D u8 tensor over all of it;
+  // InvalidArgument when it does not fit.
+  Tensor create_persistent(size_t bytes);
+  // The run that last named a persistent buffer (0: none); InvalidArgument if not live.
+  uint64_t last_run_naming(uint64_t buffer) const;
+  void release_persistent(uint64_t buffer);
+  uint64_t run() const { return run_; }
   size_t used() const { return arena_.used(); }
   size_t capacity() const { return arena_.capacity(); }
 
@@ -63,7 +74,13 @@ class HostMemory {
   std::byte* base_;
   RangeAllocator arena_;
   BufferIds& ids_;
-  std::unordered_set<uint64_t> live_;  // host buffers of this run
+  struct Range {
+    size_t offset;
+    size_t bytes;
+    uint64_t named_in_run = 0;  // persistent buffers: the last run that named it
+  };
+  std::unordered_map<uint64_t, Range> live_;        // host buffers of this run
+  std::unordered_map<uint64_t, Range> persistent_;  // buffers that live across runs
   std::shared_ptr<LeaseQueue> leases_ = std::make_shared<LeaseQueue>();
   uint64_t run_ = 0;
 };

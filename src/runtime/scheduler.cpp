@@ -9,6 +9,7 @@
 #include "rankflow/error.h"
 #include "runtime/builtin_kernels.h"
 #include "runtime/dependencies.h"
+#include "runtime/host_buffer.h"
 #include "runtime/protocol.h"
 #include "runtime/tensor_access.h"
 #include "runtime/trace_writer.h"
@@ -158,6 +159,7 @@ Scheduler::~Scheduler() {
 void Scheduler::begin_run() {
   if (run_.timed_out) drain_timed_out_run();
   ++run_.number;
+  run_.open = true;
   graph_.begin_run();
   host_.begin_run();
   domains_.begin_run(run_.number);
@@ -189,10 +191,40 @@ void Scheduler::drain_timed_out_run() {
 }
 
 void Scheduler::close_run() {
+  run_.open = false;
   host_.end_run();
   child_.end_run();
   domains_.end_run();
   observers_.run_ended(run_.number);
+}
+
+HostBuffer Scheduler::create_buffer(size_t bytes) {
+  if (bytes == 0) throw InvalidArgument("create_buffer: a buffer of 0 bytes");
+  if (bytes > host_.capacity() || RangeAllocator::rounded(bytes) > host_.capacity()) {
+    throw InvalidArgument(
+        "create_buffer: " + std::to_string(bytes) + " bytes are more than the host arena holds (" +
+        std::to_string(host_.capacity()) + " bytes; raise WorkerOptions::host_arena_bytes)");
+  }
+  auto state = std::make_shared<detail::HostBufferState>();
+  state->whole = host_.create_persistent(bytes);
+  state->bytes = bytes;
+  state->on_host = true;
+  return detail::HostBufferState::handle(std::move(state));
+}
+
+void Scheduler::release_buffer(HostBuffer& buffer) {
+  const auto& state = detail::HostBufferState::of(buffer);
+  if (!state) throw InvalidArgument("release_buffer: an empty handle");
+  if (state->released) throw InvalidArgument("release_buffer: the buffer was released already");
+  const uint64_t id = TensorAccess::buffer(state->whole);
+  const uint64_t named = host_.last_run_naming(id);
+  if (named != 0 && named == run_.number && (run_.open || run_.timed_out)) {
+    throw InvalidState("release_buffer: run " + std::to_string(named) +
+                       " names this buffer and is still in flight; release it after the run");
+  }
+  host_.release_persistent(id);
+  graph_.forget(id);
+  state->released = true;
 }
 
 void Scheduler::reclaim() {
@@ -375,7 +407,7 @@ std::shared_ptr<TaskState> Scheduler::fresh_task(bool sub, uint32_t fn, CallConf
 // Validates every argument (host tensors of this run; live child memory of the task's own
 // worker, inside its allocation) and appends the byte ranges it touches.
 void Scheduler::uses_of(const std::vector<TaskArg>& args, std::string_view name, int worker,
-                        std::vector<ByteUse>& uses) const {
+                        std::vector<ByteUse>& uses) {
   size_t position = 0;
   for (const TaskArg& a : args) {
     if (a.kind == ArgKind::kScalar) continue;
@@ -385,9 +417,10 @@ void Scheduler::uses_of(const std::vector<TaskArg>& args, std::string_view name,
     auto which = [&] { return "task '" + std::string(name) + "': argument " + std::to_string(i); };
     if (t.home() >= 0) {
       child_.check_use(t, worker, which());
-    } else if (TensorAccess::data(t) == nullptr || !host_.live(TensorAccess::buffer(t))) {
+    } else if (TensorAccess::data(t) == nullptr || !host_.use(TensorAccess::buffer(t))) {
       throw InvalidArgument(which() +
-                            " is not a tensor of this run (create it with host_tensor or alloc)");
+                            " is not a tensor of this run (create it with host_tensor or alloc, "
+                            "or name a live buffer of Worker::create_buffer)");
     }
     if (a.access == Access::kNoDep) continue;
     const size_t begin = TensorAccess::offset(t) - TensorAccess::alloc_begin(t);

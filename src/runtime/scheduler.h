@@ -66,6 +66,10 @@ class Scheduler : public detail::OrchestratorBackend {
   // Runs `work` (an MPI wait of the main thread between runs) with no other thread
   // progressing UCX.
   void exclusively(const std::function<void()>& work) { dispatcher_->exclusively(work); }
+  // Persistent host buffers (Worker::create_buffer, release_buffer). Release is InvalidState
+  // while a run that named the buffer is still open (this one, or one that timed out).
+  HostBuffer create_buffer(size_t bytes);
+  void release_buffer(HostBuffer& buffer);
   // Introspection (Worker::committed_child_memory, Worker::live_domains).
   size_t committed_child_memory(int worker) const { return child_.committed(worker); }
   std::map<std::string, Domain> live_domains() const { return domains_.live(); }
@@ -95,7 +99,7 @@ class Scheduler : public detail::OrchestratorBackend {
   std::shared_ptr<TaskState> user_task(bool sub, uint32_t fn, CallConfig config);
   void check_workers(const std::vector<int>& workers, std::string_view name) const;
   void uses_of(const std::vector<TaskArg>& args, std::string_view name, int worker,
-               std::vector<ByteUse>& uses) const;
+               std::vector<ByteUse>& uses);
   void run_sub(const std::shared_ptr<TaskState>& task, int index);
   void reclaim();
   void close_run();
@@ -105,6 +109,7 @@ class Scheduler : public detail::OrchestratorBackend {
   struct {
     uint64_t number = 0;
     bool timed_out = false;  // end_run threw Timeout: the run is still open on the chips
+    bool open = false;       // between begin_run and the run's end
   } run_;
   BufferIds ids_;
   TaskPool tasks_;

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "rankflow/error.h"
 #include "runtime/crash_report.h"
+#include "runtime/host_buffer.h"
 #include "runtime/protocol.h"
 #include "runtime/worker_impl.h"
 #include "transport/team_state.h"
@@ -222,6 +223,20 @@ const runtime::Scheduler& WorkerImpl::host_scheduler(const char* operation) cons
   return *scheduler_;
 }
 
+HostBuffer WorkerImpl::create_buffer(size_t bytes) {
+  check_state(State::kReady, "create_buffer");
+  if (is_host()) return scheduler_->create_buffer(bytes);
+  auto state = std::make_shared<HostBufferState>();  // names nothing here
+  state->bytes = bytes;
+  return HostBufferState::handle(std::move(state));
+}
+
+void WorkerImpl::release_buffer(HostBuffer& buffer) {
+  check_state(State::kReady, "release_buffer");
+  if (is_host()) return scheduler_->release_buffer(buffer);
+  if (const auto& state = HostBufferState::of(buffer)) state->released = true;
+}
+
 void WorkerImpl::close() {
   if (state_ == State::kClosed) return;
   if (state_ == State::kReady && is_host() && scheduler_->run_timed_out()) end_timed_out_run();
@@ -285,6 +300,12 @@ int Worker::rank() const {
 }
 int Worker::chips() const {
   return impl_->chips();
+}
+HostBuffer Worker::create_buffer(size_t bytes) {
+  return impl_->create_buffer(bytes);
+}
+void Worker::release_buffer(HostBuffer& buffer) {
+  impl_->release_buffer(buffer);
 }
 size_t Worker::committed_child_memory(int worker) const {
   return impl_->host_scheduler("committed_child_memory").committed_child_memory(worker);

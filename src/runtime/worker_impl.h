@@ -35,6 +35,8 @@ class WorkerImpl {
   int rank() const { return rank_; }
   int chips() const { return size_ - 1; }
   const runtime::Scheduler& host_scheduler(const char* operation) const;
+  HostBuffer create_buffer(size_t bytes);
+  void release_buffer(HostBuffer& buffer);
 
  private:
   enum class State { kRegistering, kReady, kClosed };

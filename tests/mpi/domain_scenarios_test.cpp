@@ -27,9 +27,9 @@ struct Handles {
   KernelHandle facts;        // out[0..5] = rank, size, window address, scratch offset, nonzero
                              // bytes in the window at start, window bytes
   KernelHandle symmetric;    // out[0] = 1 if every peer's buffer reads as that peer wrote it
-  KernelHandle collective;   // params {kind, algorithm, root}: a collective of in into out
-  KernelHandle reservation;  // params {operation}: the group_reservation kernel (scenario 8)
-  KernelHandle affine;       // out = in * params[0] + params[1]
+  KernelHandle collective;   // scalars kind, algorithm, root: a collective of in into out
+  KernelHandle reservation;  // scalar operation: the group_reservation kernel (scenario 8)
+  KernelHandle affine;       // out = in * scalar 0 + scalar 1
   KernelHandle mpi_after;    // out[0] = MPI_Allreduce(in[0]) on the domain's mpi_comm()
   KernelHandle in_place;     // collectives on the domain's buffers: out = {ok, staged counts}
 } g_h;
@@ -74,16 +74,15 @@ void symmetric(TaskContext& t) {
   t.output<int64_t>(0)[0] = ok ? 1 : 0;
 }
 
-void collective(TaskContext& t) {
-  auto params = t.input<int64_t>(0);
-  auto in = t.input<float>(1);
-  auto out = t.output<float>(2);
-  Communicator& c = t.domain(3).communicator();
+void collective(TaskContext& t) {  // scalars: kind, algorithm, root
+  auto in = t.input<float>(0);
+  auto out = t.output<float>(1);
+  Communicator& c = t.domain(2).communicator();
   const size_t p = static_cast<size_t>(c.size());
-  switch (params[0]) {
+  switch (t.scalar<int64_t>(0)) {
     case kAllreduce:
       c.allreduce(in.data(), out.data(), in.size(), DType::kF32, ReduceOp::kSum,
-                  kAlgorithms[params[1]]);
+                  kAlgorithms[t.scalar<int64_t>(1)]);
       break;
     case kAllgather: c.allgather(in.data(), out.data(), in.size(), DType::kF32); break;
     case kReduceScatter:
@@ -91,7 +90,7 @@ void collective(TaskContext& t) {
       break;
     case kBroadcast:
       std::copy(in.begin(), in.end(), out.begin());
-      c.broadcast(out.data(), out.size(), DType::kF32, static_cast<int>(params[2]));
+      c.broadcast(out.data(), out.size(), DType::kF32, t.scalar<int>(2));
       break;
     case kAllToAll: c.all_to_all(in.data(), out.data(), in.size() / p, DType::kF32); break;
   }
@@ -134,12 +133,12 @@ void in_place(TaskContext& t) {
 }
 
 // Scenario 8's kernel over the domain buffer `state` (two 64-bit words on every member).
-void reservation(TaskContext& t) {
-  DomainContext& d = t.domain(2);
+void reservation(TaskContext& t) {  // scalar 0: the operation
+  DomainContext& d = t.domain(1);
   Team& team = d.team();
   auto state = d.buffer_as<uint64_t>("state");
-  auto marker = t.output<int64_t>(1);
-  switch (t.input<int64_t>(0)[0]) {
+  auto marker = t.output<int64_t>(0);
+  switch (t.scalar<int64_t>(0)) {
     case 0:  // FIRST_GROUP: rank 1 waits for the release
       if (d.rank() == 1) team.wait(team.offset("state"), Compare::kGreaterEqual, 1, 0);
       marker[0] = 10 + d.rank();
@@ -159,12 +158,12 @@ void reservation(TaskContext& t) {
   }
 }
 
-void affine(TaskContext& t) {
-  auto params = t.input<float>(0);
-  auto in = t.input<float>(1);
-  auto out = t.output<float>(2);
+void affine(TaskContext& t) {  // scalars: scale, shift
+  auto in = t.input<float>(0);
+  auto out = t.output<float>(1);
+  const float scale = t.scalar<float>(0), shift = t.scalar<float>(1);
   for (size_t i = 0; i < out.size(); ++i)
-    out[i] = in[i] * params[0] + params[1];
+    out[i] = in[i] * scale + shift;
 }
 
 // The program's own MPI calls on the domain's communicator, right after a collective kernel on
@@ -179,12 +178,6 @@ void mpi_after(TaskContext& t) {
 
 bool host() {
   return g_worker->is_host();
-}
-
-Tensor int64s(Orchestrator& orch, std::vector<int64_t> values) {
-  Tensor t = orch.host_tensor<int64_t>({values.size()});
-  std::copy(values.begin(), values.end(), t.host<int64_t>().begin());
-  return t;
 }
 
 Tensor floats(Orchestrator& orch, size_t n, const std::function<float(size_t)>& f) {
@@ -205,11 +198,11 @@ std::vector<std::vector<float>> run_collective(const std::vector<int>& workers, 
     auto domain = orch.allocate_domain("coll", workers, 4096, {{"scratch", 1088}});
     std::vector<std::vector<TensorArg>> args;
     std::vector<Tensor> outs;
-    auto params = int64s(orch, {kind, algorithm, root});
     for (size_t r = 0; r < workers.size(); ++r) {
       auto in_r = floats(orch, in_count, [&](size_t i) { return input(static_cast<int>(r), i); });
       outs.push_back(orch.host_tensor<float>({out_count}));
-      args.push_back({in(params), in(in_r), out(outs.back()), domain_arg(domain)});
+      args.push_back({in(in_r), out(outs.back()), domain_arg(domain), scalar(int64_t{kind}),
+                      scalar(int64_t{algorithm}), scalar(int64_t{root})});
     }
     orch.submit_group(g_h.collective, args, workers).wait();
     for (size_t r = 0; r < workers.size(); ++r)
@@ -228,19 +221,19 @@ TEST(DomainScenarios, S08_GroupReservationMarkers) {
   std::vector<int64_t> markers;
   g_worker->run([&](Orchestrator& orch) {
     auto domain = orch.allocate_domain("reservation", {0, 1, 2}, 4096, {{"state", 16}});
-    auto op = [&](int64_t v) { return int64s(orch, {v}); };
+    auto op = [](int64_t v) { return scalar(v); };
     std::vector<Tensor> m;
     for (int i = 0; i < 6; ++i)
       m.push_back(orch.host_tensor<int64_t>({1}));
     auto first = op(0), release = op(1), second = op(2), check = op(3);
     auto d = domain_arg(domain);
     std::vector<TaskHandle> tasks;
-    tasks.push_back(orch.submit_group(
-        g_h.reservation, {{in(first), out(m[0]), d}, {in(first), out(m[1]), d}}, {0, 1}));
-    tasks.push_back(orch.submit_group(
-        g_h.reservation, {{in(second), out(m[2]), d}, {in(second), out(m[3]), d}}, {1, 2}));
-    tasks.push_back(orch.submit(g_h.reservation, {in(release), out(m[4]), d}, 0));  // unrelated
-    tasks.push_back(orch.submit(g_h.reservation, {in(check), out(m[5]), d}, 2));    // reserved
+    tasks.push_back(
+        orch.submit_group(g_h.reservation, {{first, out(m[0]), d}, {first, out(m[1]), d}}, {0, 1}));
+    tasks.push_back(orch.submit_group(g_h.reservation,
+                                      {{second, out(m[2]), d}, {second, out(m[3]), d}}, {1, 2}));
+    tasks.push_back(orch.submit(g_h.reservation, {release, out(m[4]), d}, 0));  // unrelated
+    tasks.push_back(orch.submit(g_h.reservation, {check, out(m[5]), d}, 2));    // reserved
     for (const TaskHandle& task : tasks)
       task.wait();
     for (const Tensor& t : m)
@@ -311,8 +304,8 @@ TEST(DomainScenarios, S11_AllocateDomainValidation) {
     live.release();
     orch.allocate_domain("d", {2, 3}, 4096);  // a released name is free again
     orch.submit(g_h.affine,
-                {in(floats(orch, 2, [](size_t) { return 1.0f; })), in(orch.host_tensor<float>({4})),
-                 out(orch.host_tensor<float>({4}))},
+                {in(orch.host_tensor<float>({4})), out(orch.host_tensor<float>({4})), scalar(1.0f),
+                 scalar(1.0f)},
                 0);
     EXPECT_THROW(orch.allocate_domain("late", {0, 1}, 4096), InvalidState);  // after a submit
   });
@@ -448,13 +441,12 @@ TEST(DomainScenarios, S24_OverlappingDomainsThenAffine) {
     for (const auto& [reduced, workers] : runs) {
       for (size_t r = 0; r < 2; ++r) {
         const int chip = workers[r];
-        auto params = floats(orch, 2, [&](size_t k) {
-          return k == 0 ? 0.5f + 0.01f * static_cast<float>(chip)
-                        : 10.0f + static_cast<float>(chip);
-        });
+        const float scale = 0.5f + 0.01f * static_cast<float>(chip);
+        const float shift = 10.0f + static_cast<float>(chip);
         auto x = floats(orch, 256, [&](size_t i) { return (*reduced)[r][i]; });
         outs.push_back(orch.host_tensor<float>({256}));
-        tasks.push_back(orch.submit(g_h.affine, {in(params), in(x), out(outs.back())}, chip));
+        tasks.push_back(
+            orch.submit(g_h.affine, {in(x), out(outs.back()), scalar(scale), scalar(shift)}, chip));
       }
     }
     for (const TaskHandle& task : tasks)
@@ -530,7 +522,6 @@ TEST(DomainScenarios, ProgressRule_CollectiveKernelThenMpiKernel) {
     std::vector<TaskHandle> finals;
     for (size_t k = 0; k < pairs.size(); ++k) {
       const Pair& pair = pairs[k];
-      auto params = int64s(orch, {pair.kind, pair.algorithm, pair.root});
       std::vector<std::vector<TensorArg>> first, second;
       for (size_t r = 0; r < workers.size(); ++r) {
         auto in_r = floats(orch, pair.count, [&](size_t i) {
@@ -538,7 +529,8 @@ TEST(DomainScenarios, ProgressRule_CollectiveKernelThenMpiKernel) {
         });
         auto out_r = orch.host_tensor<float>({pair.count});
         results.push_back(orch.host_tensor<double>({1}));
-        first.push_back({in(params), in(in_r), out(out_r), domain_arg(domain)});
+        first.push_back({in(in_r), out(out_r), domain_arg(domain), scalar(int64_t{pair.kind}),
+                         scalar(int64_t{pair.algorithm}), scalar(int64_t{pair.root})});
         second.push_back({in(out_r), out(results.back()), domain_arg(domain)});
       }
       orch.submit_group(g_h.collective, first, workers);

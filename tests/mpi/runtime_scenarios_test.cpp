@@ -34,7 +34,7 @@ struct Handles {
   KernelHandle add_one;     // out = in + 1, after 50 ms
   KernelHandle fill;        // out[...] = scalar in[0] over a strided view
   KernelHandle polynomial;  // f = (a + w + 1)(a + w + 2) + (a + w), w from child memory
-  KernelHandle stamp;       // out = {start, end} steady-clock ns, sleeping in[0] ms between
+  KernelHandle stamp;       // out = {start, end} steady-clock ns, sleeping scalar 0 ms between
   KernelHandle configured;  // out = {threads, scratch bytes}
   SubHandle check_sum;      // out[0] = 1 if in0 == a0 + b0 and in1 == a1 + b1 everywhere
   SubHandle boom;           // throws std::runtime_error("boom")
@@ -78,10 +78,10 @@ void polynomial(TaskContext& t) {
     f[i] = (s + 1) * (s + 2) + s;
   }
 }
-void stamp(TaskContext& t) {
-  auto out = t.output<int64_t>(1);
+void stamp(TaskContext& t) {  // scalar 0: milliseconds to sleep
+  auto out = t.output<int64_t>(0);
   out[0] = now_ns();
-  std::this_thread::sleep_for(std::chrono::milliseconds(t.input<int64_t>(0)[0]));
+  std::this_thread::sleep_for(std::chrono::milliseconds(t.scalar<int64_t>(0)));
   out[1] = now_ns();
 }
 void configured(TaskContext& t) {
@@ -318,17 +318,13 @@ TEST(RuntimeScenarios, S07_FailurePropagation) {
 TEST(RuntimeScenarios, S09_GroupWaitsForABusyTargetAndLaunchesWhole) {
   std::vector<int64_t> busy, member0, member1, later;
   g_worker->run([&](Orchestrator& orch) {
-    auto ms = [&](int64_t v) {
-      auto t = orch.host_tensor<int64_t>({1});
-      t.host<int64_t>()[0] = v;
-      return t;
-    };
+    auto ms = [](int64_t v) { return scalar(v); };
     auto s0 = orch.host_tensor<int64_t>({2}), g0 = orch.host_tensor<int64_t>({2});
     auto g1 = orch.host_tensor<int64_t>({2}), s1 = orch.host_tensor<int64_t>({2});
-    orch.submit(g_h.stamp, {in(ms(200)), out(s0)}, 0);  // keeps chip 0 busy
-    orch.submit_group(g_h.stamp, {{in(ms(20)), out(g0)}, {in(ms(20)), out(g1)}}, {0, 1});
+    orch.submit(g_h.stamp, {ms(200), out(s0)}, 0);  // keeps chip 0 busy
+    orch.submit_group(g_h.stamp, {{ms(20), out(g0)}, {ms(20), out(g1)}}, {0, 1});
     // Ready after the group: chip 1 is reserved for the group, so this waits for it.
-    orch.submit(g_h.stamp, {in(ms(0)), out(s1)}, 1).wait();
+    orch.submit(g_h.stamp, {ms(0), out(s1)}, 1).wait();
     orch.submit_sub(g_h.count, {in(g0), in(g1), in(s0)}).wait();
     busy.assign(s0.host<int64_t>().begin(), s0.host<int64_t>().end());
     member0.assign(g0.host<int64_t>().begin(), g0.host<int64_t>().end());
