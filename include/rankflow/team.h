@@ -25,11 +25,14 @@ namespace transport {
 class TeamState;
 }
 
-// One named buffer in a team's symmetric window.
+// One named buffer in a team's symmetric window. Buffers are packed in order, each at the
+// next multiple of its alignment (a power of two): 1 by default, as the reference packs its
+// domain buffers; ask for 8 for atomics and signal words, 64 to keep a buffer on cache lines
+// of its own.
 struct BufferSpec {
   std::string name;
   size_t bytes = 0;
-  size_t alignment = 64;  // a power of two
+  size_t alignment = 1;
 };
 
 enum class Compare { kGreaterEqual, kEqual };

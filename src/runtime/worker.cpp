@@ -171,8 +171,8 @@ void WorkerImpl::init() {
   const size_t completions = static_cast<size_t>(chips()) * kRingSlots * kCompletionStride;
   team_ = std::make_unique<Team>(transport::create_team(
       context_, MPI_COMM_WORLD,
-      {{"ring", kRingSlots * kDescStride},
-       {"completions", completions},
+      {{"ring", kRingSlots * kDescStride, 64},
+       {"completions", completions, 64},
        {"counters", (static_cast<size_t>(chips()) + 1) * kCounterStride, kCounterStride},
        {"child", options_.child_arena_bytes, 4096},  // each chip's child memory
        {"arena", options_.host_arena_bytes, 4096}},  // last: only the host holds it

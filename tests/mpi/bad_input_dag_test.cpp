@@ -318,9 +318,14 @@ TEST(BadInput, DomainH) {
                  o.allocate_domain("d", {0}, 4096, {{"a", 8192}});
                }),
       allocate("allocate_domain with buffers larger than the window together",
+               {what + "the buffers need 4200 bytes, more than the window's 4096"},
+               [](Orchestrator& o) {
+                 o.allocate_domain("d", {0}, 4096, {{"a", 4000}, {"b", 200}});  // packed
+               }),
+      allocate("allocate_domain with aligned buffers larger than the window together",
                {what + "the buffers need 4232 bytes, more than the window's 4096"},
                [](Orchestrator& o) {
-                 o.allocate_domain("d", {0}, 4096, {{"a", 4000}, {"b", 200}});
+                 o.allocate_domain("d", {0}, 4096, {{"a", 4000}, {"b", 200, 64}});
                }),
       allocate("allocate_domain with buffers whose sum wraps around",
                {what + "buffer 'b' needs " + std::to_string(SIZE_MAX) +
