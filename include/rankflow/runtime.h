@@ -281,8 +281,9 @@ class Worker {
   void release_buffer(HostBuffer& buffer);
 
   // Host only (InvalidState on a chip, or before init()). Bytes of chip `worker`'s child
-  // memory held by alloc_child_tensor allocations, counting ones freed in the current run
-  // (reusable after it); InvalidArgument for a worker out of range.
+  // memory held by alloc_child_tensor allocations (each rounded up to 64 bytes, as the arena
+  // holds them), counting ones freed in the current run (reusable after it); InvalidArgument
+  // for a worker out of range.
   size_t committed_child_memory(int worker) const;
   // The communication domains of the current run that are not released, by name (empty
   // between runs: domains end with their run).

@@ -40,7 +40,7 @@ Tensor ChildMemory::alloc(int worker, std::vector<size_t> shape, DType dtype, si
   Tensor t =
       TensorAccess::make(ids_.next(), *offset, bytes, std::move(shape), dtype, nullptr, worker);
   allocations_[TensorAccess::buffer(t)] = {worker, *offset, bytes, true};
-  committed_[worker] += bytes;
+  committed_[worker] += RangeAllocator::rounded(bytes);  // what the arena holds for it
   return t;
 }
 
@@ -79,7 +79,7 @@ void ChildMemory::end_run() {
   for (uint64_t buffer : pending_free_) {
     const Allocation& a = allocations_.at(buffer);
     arenas_[a.worker].release(a.offset, a.bytes);
-    committed_[a.worker] -= a.bytes;
+    committed_[a.worker] -= RangeAllocator::rounded(a.bytes);
   }
   pending_free_.clear();
 }

@@ -26,8 +26,9 @@ class ChildMemory {
   void check_use(const Tensor& t, int worker, const std::string& which) const;
   // After the run: memory freed during it becomes reusable.
   void end_run();
-  // Bytes of `worker`'s child arena held by allocations: live ones, and ones freed in this run
-  // (reusable only after it). InvalidArgument for a worker out of range.
+  // Bytes of `worker`'s child arena held by allocations (each rounded up to the arena's 64-byte
+  // granule): live ones, and ones freed in this run (reusable only after it). InvalidArgument
+  // for a worker out of range.
   size_t committed(int worker) const;
 
  private:

@@ -32,10 +32,12 @@ class ChipService {
   // Waits (hearing the host's heartbeats) until the host closes the worker: a host that works
   // long before close() does not time its chips out in the collective close.
   void wait_for_close();
+  // Waits until `ready()`; the deadline (RANKFLOW_TIMEOUT_S) restarts at every heartbeat of the
+  // host, so only a host that is gone or stuck times the chip out. `what` names the wait.
+  void wait_for_host(const std::function<bool()>& ready, const char* what);
 
  private:
   void wait_for_descriptor(uint64_t sequence);
-  void wait_for_host(const std::function<bool()>& ready, const char* what);
   // Runs one task; fills `record` with its outcome.
   void run_task(const DecodedTask& task, Completion& record);
   void run_kernel(const DecodedTask& task);

@@ -16,6 +16,7 @@ const detail::HostBufferState& HostBuffer::on_host(const char* operation) const 
     throw InvalidState(what + ": a host buffer's memory lives on the host (rank 0); this rank " +
                        "is a chip worker");
   }
+  if (state_->closed) throw InvalidState(what + ": the worker was closed, and its memory with it");
   if (state_->released) throw InvalidState(what + ": the buffer was released");
   return *state_;
 }

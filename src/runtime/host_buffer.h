@@ -17,6 +17,7 @@ struct HostBufferState {
   size_t bytes = 0;
   bool on_host = false;
   bool released = false;
+  bool closed = false;  // the worker closed: its memory is gone
 
   static HostBuffer handle(std::shared_ptr<HostBufferState> state) {
     return HostBuffer(std::move(state));

@@ -42,13 +42,20 @@ SubHandle KernelTable::add_sub(std::string name, TaskFn fn) {
   return {add(subs_, std::move(name), std::move(fn), true)};
 }
 
-void KernelTable::remove(bool sub, uint32_t fn) {
+void KernelTable::remove(bool sub, uint32_t fn, const std::string& operation) {
+  const std::string handle = operation + ": handle " + std::to_string(fn);
   if (!sub && find_builtin(fn) != nullptr) {
-    throw InvalidArgument("unregister: handle " + std::to_string(fn) +
-                          " is a built-in kernel, which cannot be unregistered");
+    throw InvalidArgument(handle + " is a built-in kernel, which cannot be unregistered");
   }
-  (void)name(sub, fn);  // InvalidArgument unless live
-  (sub ? subs_ : kernels_)[fn].live = false;
+  auto& entries = sub ? subs_ : kernels_;
+  if (fn >= entries.size()) {
+    throw InvalidArgument(handle + " is not a registered " + what_of(sub) + " (use the handle " +
+                          registrar_of(sub) + " returned)");
+  }
+  if (!entries[fn].live) {
+    throw InvalidArgument(handle + " ('" + entries[fn].name + "') was unregistered already");
+  }
+  entries[fn].live = false;
 }
 
 void KernelTable::undo_add(bool sub) {

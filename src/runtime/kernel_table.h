@@ -25,8 +25,9 @@ class KernelTable {
 
   KernelHandle add_kernel(std::string name, TaskFn fn);
   SubHandle add_sub(std::string name, TaskFn fn);
-  // Marks the entry unregistered; InvalidArgument for a handle that is not live.
-  void remove(bool sub, uint32_t fn);
+  // Marks the entry unregistered; InvalidArgument, prefixed with `operation`, for a handle that
+  // is not live.
+  void remove(bool sub, uint32_t fn, const std::string& operation);
   // Takes back the last add (a collective registration that the ranks disagreed on).
   void undo_add(bool sub);
   // Makes an unregistered entry live again (a collective unregister the ranks disagreed on).

@@ -151,6 +151,9 @@ Scheduler::Scheduler(HostServices services)
 // Sub-workers call into the dispatcher and the scheduler thread into the pool: the sub-workers
 // stop first (the pool stays), then the scheduler thread, then the pool goes.
 Scheduler::~Scheduler() {
+  for (const auto& weak : buffers_) {  // their memory goes with the worker's window
+    if (auto state = weak.lock()) state->closed = true;
+  }
   subs_->stop();
   dispatcher_.reset();
   subs_.reset();
@@ -198,27 +201,23 @@ void Scheduler::close_run() {
   observers_.run_ended(run_.number);
 }
 
+// The worker checked `bytes` against the arena's capacity (on every rank) and the handle.
 HostBuffer Scheduler::create_buffer(size_t bytes) {
-  if (bytes == 0) throw InvalidArgument("create_buffer: a buffer of 0 bytes");
-  if (bytes > host_.capacity() || RangeAllocator::rounded(bytes) > host_.capacity()) {
-    throw InvalidArgument(
-        "create_buffer: " + std::to_string(bytes) + " bytes are more than the host arena holds (" +
-        std::to_string(host_.capacity()) + " bytes; raise WorkerOptions::host_arena_bytes)");
-  }
+  reclaim();  // intermediates whose last user finished give their memory back first
   auto state = std::make_shared<detail::HostBufferState>();
   state->whole = host_.create_persistent(bytes);
   state->bytes = bytes;
   state->on_host = true;
+  std::erase_if(buffers_, [](const auto& b) { return b.expired(); });
+  buffers_.push_back(state);
   return detail::HostBufferState::handle(std::move(state));
 }
 
 void Scheduler::release_buffer(HostBuffer& buffer) {
   const auto& state = detail::HostBufferState::of(buffer);
-  if (!state) throw InvalidArgument("release_buffer: an empty handle");
-  if (state->released) throw InvalidArgument("release_buffer: the buffer was released already");
   const uint64_t id = TensorAccess::buffer(state->whole);
   const uint64_t named = host_.last_run_naming(id);
-  if (named != 0 && named == run_.number && (run_.open || run_.timed_out)) {
+  if (named != 0 && named == host_.run() && (run_.open || run_.timed_out)) {
     throw InvalidState("release_buffer: run " + std::to_string(named) +
                        " names this buffer and is still in flight; release it after the run");
   }

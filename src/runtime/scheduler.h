@@ -35,6 +35,10 @@
 #include "runtime/task_graph.h"
 #include "runtime/task_pool.h"
 
+namespace rankflow::detail {
+struct HostBufferState;
+}  // namespace rankflow::detail
+
 namespace rankflow::runtime {
 
 // What the host's scheduler uses of the worker.
@@ -122,6 +126,7 @@ class Scheduler : public detail::OrchestratorBackend {
   TaskGraph graph_;
   std::unique_ptr<SubWorkerPool> subs_;
   std::shared_ptr<Dispatcher> dispatcher_;  // handles keep a weak reference to drive their wait
+  std::vector<std::weak_ptr<detail::HostBufferState>> buffers_;  // closed with the worker
 };
 
 }  // namespace rankflow::runtime

@@ -8,6 +8,7 @@
 #include "runtime/crash_report.h"
 #include "runtime/host_buffer.h"
 #include "runtime/protocol.h"
+#include "runtime/range_allocator.h"
 #include "runtime/worker_impl.h"
 #include "transport/team_state.h"
 
@@ -52,119 +53,6 @@ void WorkerImpl::check_state(State expected, const char* operation) const {
   throw InvalidState(std::string(operation) + ": the worker is " + now);
 }
 
-// Registration is open before init(), and after it between runs. A run in progress (or a
-// timed-out run still open on the chips) would keep the chips from the collective agreement.
-void WorkerImpl::check_can_register(const char* operation) {
-  if (state_ == State::kClosed) check_state(State::kReady, operation);  // "the worker is closed"
-  if (in_run_) {
-    throw InvalidState(std::string(operation) +
-                       ": called inside a run; register and unregister between runs, on every "
-                       "rank in the same order");
-  }
-  if (state_ == State::kReady && is_host() && scheduler_->run_timed_out()) {
-    scheduler_->drain_timed_out_run();  // the chips leave that run first (or Timeout)
-  }
-}
-
-// Applies `change` to the kernel table; after init every rank then agrees on the result before
-// any returns, and a change that failed or differs anywhere is undone everywhere.
-template <typename Change, typename Undo>
-auto WorkerImpl::change_registrations(const std::string& operation, Change change, Undo undo) {
-  if (state_ != State::kReady) return change();
-  std::exception_ptr local_error;
-  decltype(change()) result{};
-  try {
-    result = change();
-  } catch (const Error&) {
-    local_error = std::current_exception();
-  }
-  try {
-    agree_on_registrations(operation, local_error);
-  } catch (...) {
-    if (!local_error) undo(result);
-    throw;
-  }
-  return result;
-}
-
-KernelHandle WorkerImpl::register_kernel(std::string name, TaskFn fn) {
-  check_can_register("register_kernel");
-  const std::string operation = "register_kernel('" + name + "')";
-  return change_registrations(
-      operation, [&] { return kernels_.add_kernel(std::move(name), std::move(fn)); },
-      [&](KernelHandle) { kernels_.undo_add(false); });
-}
-
-SubHandle WorkerImpl::register_sub(std::string name, TaskFn fn) {
-  check_can_register("register_sub");
-  const std::string operation = "register_sub('" + name + "')";
-  return change_registrations(
-      operation, [&] { return kernels_.add_sub(std::move(name), std::move(fn)); },
-      [&](SubHandle) { kernels_.undo_add(true); });
-}
-
-void WorkerImpl::unregister(bool sub, uint32_t fn, const char* operation) {
-  check_can_register(operation);
-  change_registrations(
-      operation,
-      [&] {
-        kernels_.remove(sub, fn);
-        return true;
-      },
-      [&](bool) { kernels_.undo_remove(sub, fn); });
-}
-
-// After init: every rank's table must read the same, and every rank's change must have
-// succeeded. One allgather of (signature hash, ok) under the worker's timeout.
-void WorkerImpl::agree_on_registrations(const std::string& operation,
-                                        std::exception_ptr local_error) {
-  const uint64_t mine[2] = {std::hash<std::string>{}(kernels_.signature()), local_error ? 0u : 1u};
-  std::vector<uint64_t> all(2 * static_cast<size_t>(size_));
-  MPI_Request request;
-  transport::check_mpi(
-      MPI_Iallgather(mine, 2, MPI_UINT64_T, all.data(), 2, MPI_UINT64_T, MPI_COMM_WORLD, &request),
-      "MPI_Iallgather(registrations)");
-  const auto wait = [&] { context_->mpi_wait(request, operation + " (agreeing with every rank)"); };
-  if (is_host()) {
-    scheduler_->exclusively(wait);  // its thread progresses UCX between runs too
-  } else {
-    wait();
-  }
-  if (local_error) std::rethrow_exception(local_error);
-  for (int r = 0; r < size_; ++r) {
-    if (all[2 * r + 1] == 0) {
-      throw InvalidArgument(operation + ": rank " + std::to_string(r) +
-                            " refused it, so no rank keeps it (see rank " + std::to_string(r) +
-                            "'s error)");
-    }
-    if (all[2 * r] != all[0]) {
-      throw InvalidArgument(operation + ": rank " + std::to_string(r) +
-                            " registered different kernels or subs than rank 0; register and "
-                            "unregister the same names in the same order on every rank");
-    }
-  }
-}
-
-// Every rank must register the same kernels and subs, in the same order.
-void WorkerImpl::check_registrations_match() {
-  const std::string signature = kernels_.signature();
-  const uint64_t mine = std::hash<std::string>{}(signature);
-  std::vector<uint64_t> all(size_);
-  MPI_Request request;
-  transport::check_mpi(
-      MPI_Iallgather(&mine, 1, MPI_UINT64_T, all.data(), 1, MPI_UINT64_T, MPI_COMM_WORLD, &request),
-      "MPI_Iallgather(registrations)");
-  context_->mpi_wait(request, "init (registration check)");
-  for (int r = 0; r < size_; ++r) {
-    if (all[r] != all[0]) {
-      throw InvalidArgument("init: rank " + std::to_string(r) +
-                            " registered different kernels or subs than rank 0; register the "
-                            "same names in the same order on every rank (this rank: " +
-                            signature + ")");
-    }
-  }
-}
-
 void WorkerImpl::init() {
   check_state(State::kRegistering, "init");
   check_registrations_match();
@@ -193,9 +81,10 @@ void WorkerImpl::init() {
 void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
   check_state(State::kReady, "run");
   if (in_run_) throw InvalidState("run: called inside a run (from its own body or a task)");
+  run_thread_ = std::this_thread::get_id();
   in_run_ = true;
   struct RunEnds {
-    bool& in_run;
+    std::atomic<bool>& in_run;
     ~RunEnds() { in_run = false; }
   } run_ends{in_run_};
   if (!is_host()) return chip_->serve_run();
@@ -215,16 +104,40 @@ void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
   if (body_error) std::rethrow_exception(body_error);
 }
 
+void WorkerImpl::check_not_from_task(const char* operation) const {
+  if (in_run_ && std::this_thread::get_id() != run_thread_) {
+    throw InvalidState(std::string(operation) +
+                       ": called from a task; call it from the orchestration body or between "
+                       "runs");
+  }
+}
+
+void WorkerImpl::drain_timed_out_run(const char*) {
+  if (state_ == State::kReady && is_host() && !in_run_ && scheduler_->run_timed_out()) {
+    scheduler_->drain_timed_out_run();  // the chips leave that run first (or Timeout)
+  }
+}
+
 const runtime::Scheduler& WorkerImpl::host_scheduler(const char* operation) const {
   check_state(State::kReady, operation);
+  check_not_from_task(operation);
   if (!is_host()) {
     throw InvalidState(std::string(operation) + ": the host keeps this record; call it on rank 0");
   }
   return *scheduler_;
 }
 
+// The checks that need no arena run on every rank, so a chip's handle fails as the host's does.
 HostBuffer WorkerImpl::create_buffer(size_t bytes) {
   check_state(State::kReady, "create_buffer");
+  check_not_from_task("create_buffer");
+  const size_t capacity = options_.host_arena_bytes;
+  if (bytes == 0) throw InvalidArgument("create_buffer: a buffer of 0 bytes");
+  if (bytes > capacity || runtime::RangeAllocator::rounded(bytes) > capacity) {
+    throw InvalidArgument("create_buffer: " + std::to_string(bytes) +
+                          " bytes are more than the host arena holds (" + std::to_string(capacity) +
+                          " bytes; raise WorkerOptions::host_arena_bytes)");
+  }
   if (is_host()) return scheduler_->create_buffer(bytes);
   auto state = std::make_shared<HostBufferState>();  // names nothing here
   state->bytes = bytes;
@@ -233,8 +146,16 @@ HostBuffer WorkerImpl::create_buffer(size_t bytes) {
 
 void WorkerImpl::release_buffer(HostBuffer& buffer) {
   check_state(State::kReady, "release_buffer");
-  if (is_host()) return scheduler_->release_buffer(buffer);
-  if (const auto& state = HostBufferState::of(buffer)) state->released = true;
+  check_not_from_task("release_buffer");
+  const auto& state = HostBufferState::of(buffer);
+  if (!state) throw InvalidArgument("release_buffer: an empty handle");
+  if (state->released) throw InvalidArgument("release_buffer: the buffer was released already");
+  if (!is_host()) {
+    state->released = true;
+    return;
+  }
+  drain_timed_out_run("release_buffer");  // then no run in flight can still name it
+  scheduler_->release_buffer(buffer);
 }
 
 void WorkerImpl::close() {

@@ -4,9 +4,12 @@
 // init. Main thread.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "rankflow/runtime.h"
 #include "rankflow/team.h"
@@ -43,6 +46,12 @@ class WorkerImpl {
   void check_state(State expected, const char* operation) const;
   void check_registrations_match();
   void check_can_register(const char* operation);
+  // InvalidState when called from a task during a run (a sub-worker thread, or a kernel):
+  // only the body's own thread may change what the run's tasks see.
+  void check_not_from_task(const char* operation) const;
+  // A run that timed out is finished first (its late tasks end, the chips leave it), or Timeout.
+  void drain_timed_out_run(const char* operation);
+  std::vector<uint64_t> gather_words(uint64_t first, uint64_t second, const std::string& operation);
   template <typename Change, typename Undo>
   auto change_registrations(const std::string& operation, Change change, Undo undo);
   void agree_on_registrations(const std::string& operation, std::exception_ptr local_error);
@@ -53,7 +62,8 @@ class WorkerImpl {
   int rank_ = 0;
   int size_ = 0;
   State state_ = State::kRegistering;
-  bool in_run_ = false;  // inside run(): registrations wait until it returns
+  std::atomic<bool> in_run_{false};  // inside run(): registrations wait until it returns
+  std::thread::id run_thread_;       // the thread inside run()
   runtime::KernelTable kernels_;
   std::unique_ptr<Team> team_;
   std::unique_ptr<runtime::Scheduler> scheduler_;  // host only

@@ -76,10 +76,11 @@ TEST(BadInput, RuntimeH) {
       in_body("register_sub inside a run", E::kInvalidState, {"register_sub: called inside a run"},
               [](Orchestrator&) { g_worker->register_sub("late", noop); }),
       on_every_rank("unregister a handle never registered", E::kInvalidArgument,
-                    {"handle 4000 is not a registered kernel"},
+                    {"unregister(kernel): handle 4000 is not a registered kernel"},
                     [] { g_worker->unregister(KernelHandle{4000}); }),
       on_every_rank("unregister a built-in kernel", E::kInvalidArgument,
-                    {"is a built-in kernel, which cannot be unregistered"},
+                    {"unregister(kernel): handle 4294967040 is a built-in kernel, which cannot be "
+                     "unregistered"},
                     [] { g_worker->unregister(KernelHandle{0xFFFFFF00u}); }),
       on_every_rank("init twice", E::kInvalidState, {"init: the worker is already initialised"},
                     [] { g_worker->init(); }),

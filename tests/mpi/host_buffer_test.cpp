@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,8 @@ namespace {
 using ::testing::HasSubstr;
 
 Worker* g_worker = nullptr;
+int* g_argc = nullptr;
+char*** g_argv = nullptr;
 constexpr size_t kArenaBytes = size_t{4} << 20;
 KernelHandle g_add;   // inout f32 view += scalar 0 (f32)
 KernelHandle g_copy;  // out = in (f32)
@@ -135,21 +138,59 @@ TEST(HostBuffer, ReleaseWhileARunInFlightNamesItIsInvalidState) {
   });
 }
 
+// Host tensors and intermediates of many runs come and go around a live buffer: the arena gives
+// back exactly their memory each run (a leak would exhaust it, a double release would hand the
+// buffer's bytes to a tensor and the zero-fill would clear them).
+TEST(HostBuffer, RunMemoryComesAndGoesAroundIt) {
+  HostBuffer buffer = g_worker->create_buffer(kArenaBytes / 4);
+  if (g_worker->is_host()) std::fill_n(buffer.as<uint8_t>().data(), buffer.bytes(), uint8_t{0xAB});
+  for (int run = 0; run < 12; ++run) {
+    g_worker->run([&](Orchestrator& orch) {
+      auto big = orch.host_tensor<float>({kArenaBytes / 2 / sizeof(float)});
+      for (int i = 0; i < 4; ++i) {
+        Tensor scratch = orch.alloc<float>({kArenaBytes / 64 / sizeof(float)});
+        orch.submit(g_add, {scalar(1.0f), inout(scratch)}, 0).wait();
+      }  // each intermediate's memory comes back during the run
+      orch.submit(g_add, {scalar(1.0f), inout(big.rows(0, 16))}, 0);
+    });
+  }
+  if (g_worker->is_host()) {
+    auto bytes = buffer.as<uint8_t>();
+    EXPECT_TRUE(std::all_of(bytes.begin(), bytes.end(), [](uint8_t b) { return b == 0xAB; }));
+  }
+  // What the runs used is free again: all but the buffer fits.
+  g_worker->run([&](Orchestrator& orch) {
+    (void)orch.host_tensor<uint8_t>({kArenaBytes - kArenaBytes / 4});
+  });
+  g_worker->release_buffer(buffer);
+}
+
 TEST(HostBuffer, BadInputIsAnError) {
   expect_error(ErrorCode::kInvalidState, "HostBuffer::data: an empty handle",
                [] { (void)HostBuffer().data(); });
-  if (!g_worker->is_host()) {
-    HostBuffer b = g_worker->create_buffer(64);
-    expect_error(ErrorCode::kInvalidState, "lives on the host (rank 0)", [&] { (void)b.data(); });
-    g_worker->release_buffer(b);
-    return;
-  }
+  // Checked alike on every rank.
   expect_error(ErrorCode::kInvalidArgument, "create_buffer: a buffer of 0 bytes",
                [] { g_worker->create_buffer(0); });
   expect_error(ErrorCode::kInvalidArgument, "more than the host arena holds",
                [] { g_worker->create_buffer(kArenaBytes + 1); });
   expect_error(ErrorCode::kInvalidArgument, "more than the host arena holds",
                [] { g_worker->create_buffer(~size_t{0}); });
+  expect_error(ErrorCode::kInvalidArgument, "release_buffer: an empty handle", [] {
+    HostBuffer empty;
+    g_worker->release_buffer(empty);
+  });
+  {
+    HostBuffer twice = g_worker->create_buffer(64);
+    g_worker->release_buffer(twice);
+    expect_error(ErrorCode::kInvalidArgument, "release_buffer: the buffer was released already",
+                 [&] { g_worker->release_buffer(twice); });
+  }
+  if (!g_worker->is_host()) {
+    HostBuffer b = g_worker->create_buffer(64);
+    expect_error(ErrorCode::kInvalidState, "lives on the host (rank 0)", [&] { (void)b.data(); });
+    g_worker->release_buffer(b);
+    return;
+  }
   HostBuffer big = g_worker->create_buffer(kArenaBytes * 3 / 4);
   expect_error(ErrorCode::kInvalidArgument, "create_buffer: 2097152 bytes do not fit",
                [] { g_worker->create_buffer(kArenaBytes / 2); });
@@ -164,6 +205,42 @@ TEST(HostBuffer, BadInputIsAnError) {
   g_worker->release_buffer(fits);
 }
 
+// Before init (a second worker of this process, never initialised: two initialised workers
+// would progress one UCX worker from two threads).
+TEST(HostBuffer, NotBeforeInit) {
+  Worker other(*g_argc, *g_argv, {.host_arena_bytes = 1 << 16, .child_arena_bytes = 4096});
+  expect_error(ErrorCode::kInvalidState, "create_buffer: the worker is not initialised yet",
+               [&] { other.create_buffer(64); });
+  HostBuffer empty;
+  expect_error(ErrorCode::kInvalidState, "release_buffer: the worker is not initialised yet",
+               [&] { other.release_buffer(empty); });
+}
+
+// After the tests: a buffer of a worker that closed is dead, its memory gone with the window.
+bool closed_worker_kills_its_buffers(Worker& worker) {
+  HostBuffer b = worker.create_buffer(64);
+  worker.close();
+  bool ok = true;
+  const auto check = [&](ErrorCode code, const std::string& text, auto&& fn) {
+    try {
+      fn();
+      ok = false;
+    } catch (const Error& e) {
+      ok = ok && e.code() == code && std::string(e.what()).find(text) != std::string::npos;
+    }
+  };
+  check(ErrorCode::kInvalidState, "release_buffer: the worker is closed",
+        [&] { worker.release_buffer(b); });
+  if (worker.is_host()) {
+    check(ErrorCode::kInvalidState,
+          "HostBuffer::data: the worker was closed, and its memory with it",
+          [&] { (void)b.data(); });
+  }
+  if (!ok)
+    std::fprintf(stderr, "rank %d: a closed worker's buffer still answered\n", worker.rank());
+  return ok;
+}
+
 }  // namespace
 }  // namespace rankflow::test
 
@@ -172,7 +249,12 @@ int main(int argc, char** argv) {
   using namespace rankflow::test;
   rankflow::Worker worker(argc, argv, {.num_sub_workers = 1, .host_arena_bytes = kArenaBytes});
   g_worker = &worker;
+  g_argc = &argc;
+  g_argv = &argv;
   g_add = worker.register_kernel("add", add);
   g_copy = worker.register_kernel("copy", copy);
-  return run_all_tests_on(worker);
+  worker.init();
+  print_only_failures_on(worker.rank());
+  const int failed = RUN_ALL_TESTS();
+  return failed == 0 && closed_worker_kills_its_buffers(worker) ? 0 : 1;
 }

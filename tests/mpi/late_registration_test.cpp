@@ -9,8 +9,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "rankflow/error.h"
@@ -23,10 +26,27 @@ namespace {
 using ::testing::HasSubstr;
 
 Worker* g_worker = nullptr;
-constexpr int kRegisteredAtStart = 1;  // main() registers `noop` before init
+constexpr int kRegisteredAtStart = 1;  // main() registers the kernel `noop` before init
 KernelHandle g_noop;
 
 void noop(TaskContext&) {}
+
+// A sub task that tries what only the body's thread may do; scalar 0: where its errors go.
+SubHandle g_from_task;
+void from_task(TaskContext& t) {
+  auto& errors = *t.scalar<std::vector<std::string>*>(0);
+  const auto attempt = [&](auto&& fn) {
+    try {
+      fn();
+      errors.push_back("no error");
+    } catch (const InvalidState& e) {
+      errors.push_back(e.what());
+    }
+  };
+  attempt([] { g_worker->register_kernel("from_a_task", noop); });
+  attempt([] { g_worker->create_buffer(64); });
+  attempt([] { g_worker->live_domains(); });
+}
 
 // out[0] = scalar 0 + the chip worker id (or -1 on a sub-worker) * 1000.
 void stamp(TaskContext& t) {
@@ -95,9 +115,12 @@ TEST(LateRegistration, AnUnregisteredHandleIsRefused) {
                    orch.submit_sub(sub, {scalar(int64_t{1}), out(r)});
                  });
   });
-  expect_error(ErrorCode::kInvalidArgument, "names a kernel that was unregistered",
+  expect_error(ErrorCode::kInvalidArgument,
+               "unregister(kernel): handle " + std::to_string(kernel.index) +
+                   " ('soon_gone') was unregistered already",
                [&] { g_worker->unregister(kernel); });
-  expect_error(ErrorCode::kInvalidArgument, "is not a registered sub callable",
+  expect_error(ErrorCode::kInvalidArgument,
+               "unregister(sub): handle 12345 is not a registered sub callable",
                [&] { g_worker->unregister(SubHandle{12345}); });
   // A later registration of the same name is a new handle that works.
   const KernelHandle again = g_worker->register_kernel("soon_gone", stamp);
@@ -157,6 +180,36 @@ TEST(LateRegistration, SixtyFourLiveKernelsAtMostAndAFreedSlotCountsAgain) {
   }
   for (const KernelHandle k : kernels)
     g_worker->unregister(k);
+  g_worker->unregister(sub);
+}
+
+// A sub task is not the body's thread: registration and buffer calls from it are refused.
+TEST(LateRegistration, FromATaskItIsInvalidState) {
+  std::vector<std::string> errors;
+  g_worker->run(
+      [&](Orchestrator& orch) { orch.submit_sub(g_from_task, {scalar(&errors)}).wait(); });
+  if (g_worker->is_host()) {
+    ASSERT_EQ(errors.size(), 3u);
+    EXPECT_THAT(errors[0], HasSubstr("register_kernel: called inside a run"));
+    EXPECT_THAT(errors[1], HasSubstr("create_buffer: called from a task"));
+    EXPECT_THAT(errors[2], HasSubstr("live_domains: called from a task"));
+  }
+}
+
+// Registered by CTest with RANKFLOW_TIMEOUT_S=1 (runtime.late_registration.heartbeat): the
+// host works longer than the chips' wait limit between runs, then registers. The chips, waiting
+// in the agreement, keep hearing the host and do not give up.
+TEST(LateRegistration, AfterTheHostWorkedLongBetweenRuns) {
+  const char* limit = std::getenv("RANKFLOW_TIMEOUT_S");
+  if (limit == nullptr || std::atof(limit) > 2) GTEST_SKIP() << "needs RANKFLOW_TIMEOUT_S <= 2";
+  if (g_worker->is_host()) std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  const KernelHandle kernel = g_worker->register_kernel("after_a_nap", stamp);
+  const SubHandle sub = g_worker->register_sub("after_a_nap_sub", stamp);
+  const std::vector<int64_t> got = stamps_of(kernel, sub);
+  if (g_worker->is_host()) {
+    EXPECT_EQ(got.front(), 7);
+  }
+  g_worker->unregister(kernel);
   g_worker->unregister(sub);
 }
 
@@ -230,5 +283,6 @@ int main(int argc, char** argv) {
   rankflow::Worker worker(argc, argv, {.num_sub_workers = 1});
   g_worker = &worker;
   g_noop = worker.register_kernel("noop", noop);
+  g_from_task = worker.register_sub("from_task", from_task);
   return run_all_tests_on(worker);
 }
