@@ -190,6 +190,13 @@ class Orchestrator {
                         std::vector<uint64_t> after = {});
   TaskHandle submit_sub(SubHandle sub, const std::vector<TaskArg>& args,
                         std::vector<uint64_t> after = {});
+  // One DAG node of args_per_member.size() members of `sub`, launched all at once on that many
+  // distinct idle sub-worker threads (so members may wait for each other); while it waits at
+  // the head of the sub-worker queue, the sub tasks behind it wait too. Member i gets
+  // args_per_member[i] and group_rank() == i. 1 to WorkerOptions::num_sub_workers members
+  // (InvalidArgument otherwise); dependencies as for any group.
+  TaskHandle submit_sub_group(SubHandle sub, std::vector<std::vector<TaskArg>> args_per_member,
+                              std::vector<uint64_t> after = {});
 
   int chips() const;
 

@@ -158,6 +158,13 @@ TaskHandle Orchestrator::submit_sub(SubHandle sub, std::initializer_list<TaskArg
       backend_.submit_one(true, sub.index, std::span(args.begin(), args.size()), -1, after, {}));
 }
 
+TaskHandle Orchestrator::submit_sub_group(SubHandle sub,
+                                          std::vector<std::vector<TaskArg>> args_per_member,
+                                          std::vector<uint64_t> after) {
+  return detail::OrchestratorBackend::handle(
+      backend_.submit(true, sub.index, std::move(args_per_member), {}, std::move(after), {}));
+}
+
 int Orchestrator::chips() const {
   return backend_.chips();
 }

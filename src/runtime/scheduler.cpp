@@ -141,9 +141,9 @@ Scheduler::Scheduler(HostServices services)
   if (auto path = env::get("RANKFLOW_TRACE")) {
     observers_.add(std::make_unique<TraceWriter>(*path, chips_, services.options.num_sub_workers));
   }
-  subs_ = std::make_unique<SubWorkerPool>(
-      services.options.num_sub_workers,
-      [this](const std::shared_ptr<TaskState>& task, int index) { run_sub(task, index); });
+  subs_ = std::make_unique<SubWorkerPool>(services.options.num_sub_workers,
+                                          [this](const std::shared_ptr<TaskState>& task, int member,
+                                                 int index) { run_sub(task, member, index); });
   dispatcher_ = std::make_shared<Dispatcher>(services.team, graph_, observers_, services.timeout,
                                              services.chip_shares_core);
 }
@@ -353,6 +353,13 @@ std::shared_ptr<TaskState> Scheduler::enter(std::shared_ptr<TaskState> task,
     throw InvalidArgument("submit_sub('" + std::string(name) +
                           "'): the worker has no sub-workers (WorkerOptions::num_sub_workers)");
   }
+  if (t.sub && (t.member_args.empty() || t.member_args.size() > size_t(subs_->threads()))) {
+    throw InvalidArgument("submit_sub_group('" + std::string(name) +
+                          "'): " + std::to_string(t.member_args.size()) + " members for " +
+                          std::to_string(subs_->threads()) +
+                          " sub-workers; a group needs 1 to that many, each on its own "
+                          "(WorkerOptions::num_sub_workers)");
+  }
   if (!t.sub && (t.workers.empty() || t.workers.size() != t.member_args.size())) {
     throw InvalidArgument("task '" + std::string(name) + "': " + std::to_string(t.workers.size()) +
                           " workers for " + std::to_string(t.member_args.size()) +
@@ -437,10 +444,10 @@ void Scheduler::uses_of(const std::vector<TaskArg>& args, std::string_view name,
   }
 }
 
-void Scheduler::run_sub(const std::shared_ptr<TaskState>& task, int index) {
+void Scheduler::run_sub(const std::shared_ptr<TaskState>& task, int member, int index) {
   std::vector<TaskContext::Arg> args;
   std::vector<uint64_t> scalars;
-  for (const TaskArg& a : task->member_args[0]) {
+  for (const TaskArg& a : task->member_args[member]) {
     if (a.kind == ArgKind::kScalar) {
       scalars.push_back(a.scalar_bits);
       continue;
@@ -448,7 +455,8 @@ void Scheduler::run_sub(const std::shared_ptr<TaskState>& task, int index) {
     const Tensor& t = a.tensor;
     args.push_back({TensorAccess::data(t), t.bytes(), t.shape(), a.access, t.strides()});
   }
-  TaskContext context({-1, task->id, 0, 1}, std::move(args), std::move(scalars), task->config);
+  TaskContext context({-1, task->id, member, static_cast<int>(task->member_args.size())},
+                      std::move(args), std::move(scalars), task->config);
   const auto start = std::chrono::steady_clock::now();
   bool ok = true;
   std::string error;

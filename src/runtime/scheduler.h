@@ -104,7 +104,7 @@ class Scheduler : public detail::OrchestratorBackend {
   void check_workers(const std::vector<int>& workers, std::string_view name) const;
   void uses_of(const std::vector<TaskArg>& args, std::string_view name, int worker,
                std::vector<ByteUse>& uses);
-  void run_sub(const std::shared_ptr<TaskState>& task, int index);
+  void run_sub(const std::shared_ptr<TaskState>& task, int member, int index);
   void reclaim();
   void close_run();
 

@@ -3,9 +3,8 @@
 
 namespace rankflow::runtime {
 
-SubWorkerPool::SubWorkerPool(int threads,
-                             std::function<void(const std::shared_ptr<TaskState>&, int)> run)
-    : run_(std::move(run)) {
+SubWorkerPool::SubWorkerPool(int threads, RunMember run)
+    : run_(std::move(run)), assigned_(threads), idle_(threads, false) {
   for (int i = 0; i < threads; ++i)
     threads_.emplace_back([this, i] { serve(i); });
 }
@@ -26,25 +25,56 @@ void SubWorkerPool::stop() {
 }
 
 void SubWorkerPool::enqueue(std::shared_ptr<TaskState> task) {
+  const bool group = task->member_args.size() > 1;
   {
     std::lock_guard lock(mutex_);
     ready_.push_back(std::move(task));
   }
-  ready_cv_.notify_one();
+  if (group) {
+    ready_cv_.notify_all();  // whichever idle thread sees enough idle ones starts it
+  } else {
+    ready_cv_.notify_one();
+  }
+}
+
+bool SubWorkerPool::head_can_start() const {
+  return !ready_.empty() && static_cast<int>(ready_.front()->member_args.size()) <= idle_count_;
+}
+
+SubWorkerPool::Assignment SubWorkerPool::start_head(int index) {
+  std::shared_ptr<TaskState> task = std::move(ready_.front());
+  ready_.pop_front();
+  const int members = static_cast<int>(task->member_args.size());
+  idle_[index] = false;
+  --idle_count_;
+  for (int m = 1, t = 0; m < members; ++t) {
+    if (!idle_[t]) continue;
+    idle_[t] = false;
+    --idle_count_;
+    assigned_[t] = {task, m++};
+  }
+  if (members > 1) ready_cv_.notify_all();
+  return {std::move(task), 0};
 }
 
 void SubWorkerPool::serve(int index) {
   for (;;) {
-    std::shared_ptr<TaskState> task;
+    Assignment work;
     {
       std::unique_lock lock(mutex_);
-      ready_cv_.wait(lock, [this] { return shutdown_ || !ready_.empty(); });
+      idle_[index] = true;
+      ++idle_count_;
+      ready_cv_.wait(lock, [&] { return shutdown_ || assigned_[index].task || head_can_start(); });
       if (shutdown_) return;
-      task = std::move(ready_.front());
-      ready_.pop_front();
+      if (assigned_[index].task) {  // idle_ was cleared by the thread that started the group
+        work = std::move(assigned_[index]);
+        assigned_[index] = {};
+      } else {
+        work = start_head(index);
+      }
     }
-    task->status = TaskStatus::kRunning;
-    run_(task, index);
+    work.task->status = TaskStatus::kRunning;
+    run_(work.task, work.member, index);
   }
 }
 

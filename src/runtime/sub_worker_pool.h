@@ -1,7 +1,9 @@
 // SubWorkerPool: the host's sub-worker threads, which run sub tasks (host callables) as they
-// become ready, in ready order, each on whichever thread is idle. The pool owns the threads and
-// their queue; what running a task means (its callable, its completion) is the `run` function
-// it was given. enqueue() may be called from any thread.
+// become ready, in ready order, each on whichever thread is idle. A group of N members
+// (submit_sub_group) launches all at once on N distinct idle threads; while it waits at the
+// head of the queue for them, the tasks behind it wait too. The pool owns the threads and their
+// queue; what running a member means (its callable, its completion) is the `run` function it
+// was given. enqueue() may be called from any thread.
 #pragma once
 
 #include <condition_variable>
@@ -18,8 +20,10 @@ namespace rankflow::runtime {
 
 class SubWorkerPool {
  public:
-  // `run(task, index)` runs on sub-worker `index` (0..threads-1).
-  SubWorkerPool(int threads, std::function<void(const std::shared_ptr<TaskState>&, int)> run);
+  // `run(task, member, index)` runs member `member` of `task` on sub-worker `index`
+  // (0..threads-1).
+  using RunMember = std::function<void(const std::shared_ptr<TaskState>&, int, int)>;
+  SubWorkerPool(int threads, RunMember run);
   ~SubWorkerPool();
   SubWorkerPool(const SubWorkerPool&) = delete;
   SubWorkerPool& operator=(const SubWorkerPool&) = delete;
@@ -30,12 +34,25 @@ class SubWorkerPool {
   int threads() const { return static_cast<int>(threads_.size()); }
 
  private:
+  struct Assignment {
+    std::shared_ptr<TaskState> task;
+    int member = 0;
+  };
   void serve(int index);
+  // Under the lock: whether the head of the queue can start now (a group needs its members'
+  // count of idle threads, this one included).
+  bool head_can_start() const;
+  // Under the lock: pops the head and hands its members 1.. to other idle threads; member 0 is
+  // the caller's.
+  Assignment start_head(int index);
 
-  std::function<void(const std::shared_ptr<TaskState>&, int)> run_;
+  RunMember run_;
   std::mutex mutex_;
   std::condition_variable ready_cv_;
   std::deque<std::shared_ptr<TaskState>> ready_;
+  std::vector<Assignment> assigned_;  // per thread: a group member handed to it
+  std::vector<bool> idle_;            // per thread: waiting for work, nothing assigned
+  int idle_count_ = 0;
   bool shutdown_ = false;
   std::vector<std::thread> threads_;
 };

@@ -106,14 +106,15 @@ void TaskGraph::finish(const std::shared_ptr<TaskState>& task, bool ok, const st
   std::lock_guard lock(mutex_);
   // Skipped while in flight (a streamed predecessor failed): its chip skipped it too.
   if (terminal(task->status.load(std::memory_order_relaxed))) return;
-  if (task->workers.size() > 1) {  // a group finishes when its last member does
+  const int members = static_cast<int>(task->member_args.size());
+  if (members > 1) {  // a group finishes when its last member does
     auto& m = task->members;
     ++m.done;
     if (!ok && m.ok) {
       m.ok = false;
       m.error = error;
     }
-    if (m.done < static_cast<int>(task->workers.size())) return;
+    if (m.done < members) return;
     complete(task, m.ok, m.error);
     return;
   }
