@@ -35,7 +35,12 @@ struct BufferSpec {
   size_t alignment = 1;
 };
 
-enum class Compare { kGreaterEqual, kEqual };
+// How a wait compares the word it watches with the value it was given: word OP value.
+enum class Compare { kGreaterEqual, kEqual, kNotEqual, kLess, kLessEqual, kGreater };
+// "==", "!=", "<", "<=", ">", ">=" (InvalidArgument for a value outside the enum).
+const char* to_string(Compare cmp);
+// Whether `word cmp value` holds (InvalidArgument for a value outside the enum).
+bool holds(Compare cmp, uint64_t word, uint64_t value);
 
 class Team {
  public:
@@ -82,6 +87,12 @@ class Team {
   void atomic_add32(int peer, size_t offset, uint32_t value);
   uint32_t fetch_add32(int peer, size_t offset, uint32_t value);
   uint32_t compare_swap32(int peer, size_t offset, uint32_t expected, uint32_t desired);
+  // Float adds into a peer's f32 word (4-byte aligned), atomic against each other and every
+  // other atomic on that word: a compare-and-swap loop, so each costs one CAS per attempt
+  // (a round trip under UCX). The bf16 form widens `bf16_bits` (a bfloat16's bit pattern) to
+  // f32 and adds that, as MoE's combine accumulates bf16 expert outputs into f32 sums.
+  void atomic_add_f32(int peer, size_t offset, float value);
+  void atomic_add_bf16_to_f32(int peer, size_t offset, uint16_t bf16_bits);
 
   // Signals: adds `value` to counter `slot` on `peer`, after every earlier put to that peer has
   // landed. Counters only grow, so a receiver waits for a sequence number, never resets.
@@ -95,8 +106,15 @@ class Team {
   const uint64_t* signal_word(uint32_t slot) const;
   uint32_t signal_slots() const;
 
-  // Waits until the local 64-bit word at `offset` satisfies the comparison.
+  // 32-bit signal words anywhere in a buffer (4-byte aligned): adds `value` to the word at
+  // `offset` on `peer` after every earlier put to that peer has landed, as signal() does.
+  void signal32(int peer, size_t offset, uint32_t value = 1);
+
+  // Waits until the local 64-bit (wait) or 32-bit (wait32) word at `offset` satisfies
+  // `word cmp value` (any of the six comparisons); returns what it read. Timeout after the
+  // team's limit, naming this rank, the peer (`from_peer`, -1: any), the word and both values.
   uint64_t wait(size_t offset, Compare cmp, uint64_t value, int from_peer = -1) const;
+  uint32_t wait32(size_t offset, Compare cmp, uint32_t value, int from_peer = -1) const;
 
   // Waits until `done()` holds, progressing the transport and backing off like every other
   // wait; after `timeout` (zero: timeout()) throws Timeout with the text `describe()` returns.

@@ -1,6 +1,7 @@
 // Team (see rankflow/team.h): the primitive interface over a Window. Chooses, per peer, direct
 // loads and stores into mapped memory or UCX operations. Runs on the thread using the team.
 #include <atomic>
+#include <bit>
 #include <cstring>
 
 #include "rankflow/error.h"
@@ -123,6 +124,32 @@ Word cas(transport::Window& window, int peer, size_t offset, Word expected, Word
 
 }  // namespace
 
+const char* to_string(Compare cmp) {
+  switch (cmp) {
+    case Compare::kEqual: return "==";
+    case Compare::kNotEqual: return "!=";
+    case Compare::kLess: return "<";
+    case Compare::kLessEqual: return "<=";
+    case Compare::kGreater: return ">";
+    case Compare::kGreaterEqual: return ">=";
+  }
+  throw InvalidArgument("Compare " + std::to_string(static_cast<int>(cmp)) +
+                        " is not a comparison (==, !=, <, <=, >, >=)");
+}
+
+bool holds(Compare cmp, uint64_t word, uint64_t value) {
+  switch (cmp) {
+    case Compare::kEqual: return word == value;
+    case Compare::kNotEqual: return word != value;
+    case Compare::kLess: return word < value;
+    case Compare::kLessEqual: return word <= value;
+    case Compare::kGreater: return word > value;
+    case Compare::kGreaterEqual: return word >= value;
+  }
+  throw InvalidArgument("Compare " + std::to_string(static_cast<int>(cmp)) +
+                        " is not a comparison (==, !=, <, <=, >, >=)");
+}
+
 void Team::atomic_add(int peer, size_t offset, uint64_t value) {
   add<uint64_t>(*state_->window, peer, offset, value, false);
 }
@@ -189,6 +216,35 @@ uint64_t Team::signal_value(uint32_t slot) const {
 
 uint64_t Team::wait(size_t offset, Compare cmp, uint64_t value, int from_peer) const {
   return state_->window->wait(offset, cmp, value, "wait", from_peer, state_->timeout);
+}
+
+uint32_t Team::wait32(size_t offset, Compare cmp, uint32_t value, int from_peer) const {
+  return state_->window->wait32(offset, cmp, value, "wait32", from_peer, state_->timeout);
+}
+
+void Team::signal32(int peer, size_t offset, uint32_t value) {
+  transport::Window& window = *state_->window;
+  if (void* target = mapped_atomic_target<uint32_t>(window, peer, offset, "signal32")) {
+    // Release: the peer that observes the new value also observes our earlier stores.
+    mapped_word<uint32_t>(target).fetch_add(value, std::memory_order_release);
+    return;
+  }
+  window.fence();  // earlier UCX puts to this peer land before the word moves
+  window.atomic_add<uint32_t>(peer, offset, value);
+}
+
+void Team::atomic_add_f32(int peer, size_t offset, float value) {
+  uint32_t seen = compare_swap32(peer, offset, 0, 0);  // reads the word (swaps 0 for 0)
+  for (;;) {
+    const uint32_t sum = std::bit_cast<uint32_t>(std::bit_cast<float>(seen) + value);
+    const uint32_t before = compare_swap32(peer, offset, seen, sum);
+    if (before == seen) return;
+    seen = before;  // another add came first: add to what it left
+  }
+}
+
+void Team::atomic_add_bf16_to_f32(int peer, size_t offset, uint16_t bf16_bits) {
+  atomic_add_f32(peer, offset, std::bit_cast<float>(static_cast<uint32_t>(bf16_bits) << 16));
 }
 
 void Team::progress() const {

@@ -362,14 +362,16 @@ template uint64_t Window::fetch_add<uint64_t>(int, size_t, uint64_t);
 template uint32_t Window::compare_swap<uint32_t>(int, size_t, uint32_t, uint32_t);
 template uint64_t Window::compare_swap<uint64_t>(int, size_t, uint64_t, uint64_t);
 
-uint64_t Window::wait(size_t offset, Compare cmp, uint64_t value, const char* operation, int peer,
-                      std::chrono::nanoseconds timeout) const {
-  check_atomic<uint64_t>(rank_, offset, operation);
-  std::atomic_ref<uint64_t> word(*reinterpret_cast<uint64_t*>(local_base_ + offset));
-  uint64_t seen = 0;
+template <typename Word>
+Word Window::wait_word(size_t offset, Compare cmp, Word value, const char* operation, int peer,
+                       std::chrono::nanoseconds timeout) const {
+  check_atomic<Word>(rank_, offset, operation);
+  (void)to_string(cmp);  // InvalidArgument for a comparison that does not exist
+  std::atomic_ref<Word> word(*reinterpret_cast<Word*>(local_base_ + offset));
+  Word seen = 0;
   auto satisfied = [&] {
     seen = word.load(std::memory_order_acquire);
-    return cmp == Compare::kEqual ? seen == value : seen >= value;
+    return holds(cmp, seen, value);
   };
   // Fully mapped windows need UCX progress only now and then (peers store directly); otherwise
   // every poll progresses, since a peer's put over TCP lands only when this rank progresses.
@@ -385,13 +387,23 @@ uint64_t Window::wait(size_t offset, Compare cmp, uint64_t value, const char* op
         return std::string(operation) + ": rank " + std::to_string(context_->world_rank()) +
                " (member " + std::to_string(rank_) + " of window '" + name_ + "') waited " +
                format_seconds(timeout) + " for " +
-               (peer < 0 ? std::string("its peers") : "peer " + std::to_string(peer)) +
-               ": word at offset " + std::to_string(offset) + " expected " +
-               (cmp == Compare::kEqual ? "== " : ">= ") + std::to_string(value) + ", observed " +
+               (peer < 0 ? std::string("its peers") : "peer " + std::to_string(peer)) + ": " +
+               std::to_string(sizeof(Word) * 8) + "-bit word at offset " + std::to_string(offset) +
+               " expected " + to_string(cmp) + " " + std::to_string(value) + ", observed " +
                std::to_string(seen);
       },
       [&](std::chrono::microseconds d) { context_->idle(d); });
   return seen;
+}
+
+uint64_t Window::wait(size_t offset, Compare cmp, uint64_t value, const char* operation, int peer,
+                      std::chrono::nanoseconds timeout) const {
+  return wait_word<uint64_t>(offset, cmp, value, operation, peer, timeout);
+}
+
+uint32_t Window::wait32(size_t offset, Compare cmp, uint32_t value, const char* operation, int peer,
+                        std::chrono::nanoseconds timeout) const {
+  return wait_word<uint32_t>(offset, cmp, value, operation, peer, timeout);
 }
 
 }  // namespace rankflow::transport

@@ -81,6 +81,9 @@ class Window {
   // On timeout, throws Timeout naming this rank, `operation`, `peer` (-1: any) and both values.
   uint64_t wait(size_t offset, Compare cmp, uint64_t value, const char* operation, int peer,
                 std::chrono::nanoseconds timeout) const;
+  // The same on the local 32-bit word at `offset`.
+  uint32_t wait32(size_t offset, Compare cmp, uint32_t value, const char* operation, int peer,
+                  std::chrono::nanoseconds timeout) const;
 
   // Throws OutOfBounds (naming window, peer, offset, length, size) unless the range fits.
   void check_range(int peer, size_t offset, size_t bytes, const char* operation) const;
@@ -106,6 +109,9 @@ class Window {
   const Peer& peer_at(int peer, const char* operation) const;
   template <typename Word>
   void check_atomic(int peer, size_t offset, const char* operation) const;
+  template <typename Word>
+  Word wait_word(size_t offset, Compare cmp, Word value, const char* operation, int peer,
+                 std::chrono::nanoseconds timeout) const;
   template <typename Word>
   Word fetching_atomic(ucp_atomic_op_t op, int peer, size_t offset, Word operand, Word reply,
                        const char* operation);
