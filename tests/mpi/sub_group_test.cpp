@@ -139,9 +139,10 @@ TEST(SubGroup, AGroupWaitsForEnoughIdleSubWorkersAndTasksBehindItWait) {
       outs.push_back(orch.host_tensor<int64_t>({5}));
       args.push_back({out(outs.back())});
     }
-    orch.submit_sub_group(g_h.rendezvous, args);
+    TaskHandle group = orch.submit_sub_group(g_h.rendezvous, args);
     auto later = orch.host_tensor<int64_t>({2});
     orch.submit_sub(g_h.hold, {scalar(int64_t{0}), out(later)}).wait();  // queued behind it
+    group.wait();  // `later` may end before the members do
     busy = read(b);
     member = read(outs[0]);
     behind = read(later);
