@@ -88,9 +88,10 @@ class Team {
   uint32_t fetch_add32(int peer, size_t offset, uint32_t value);
   uint32_t compare_swap32(int peer, size_t offset, uint32_t expected, uint32_t desired);
   // Float adds into a peer's f32 word (4-byte aligned), atomic against each other and every
-  // other atomic on that word: a compare-and-swap loop, so each costs one CAS per attempt
-  // (a round trip under UCX). The bf16 form widens `bf16_bits` (a bfloat16's bit pattern) to
-  // f32 and adds that, as MoE's combine accumulates bf16 expert outputs into f32 sums.
+  // other atomic on that word: a compare-and-swap loop, one CAS per attempt (a round trip under
+  // UCX): one attempt on a word that reads 0, two or more otherwise or under contention. The bf16
+  // form widens `bf16_bits` (a bfloat16's bit pattern) to f32 and adds that, as MoE's combine
+  // accumulates bf16 expert outputs into f32 sums.
   void atomic_add_f32(int peer, size_t offset, float value);
   void atomic_add_bf16_to_f32(int peer, size_t offset, uint16_t bf16_bits);
 

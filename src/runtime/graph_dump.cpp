@@ -15,7 +15,8 @@ void GraphDump::run_began(uint64_t) {
 }
 
 void GraphDump::task_submitted(const std::shared_ptr<TaskState>& task) {
-  nodes_.push_back({task->id, task->name, task->sub, static_cast<uint32_t>(task->workers.size()),
+  const size_t members = task->sub ? task->member_args.size() : task->workers.size();
+  nodes_.push_back({task->id, task->name, task->sub, static_cast<uint32_t>(members),
                     workers_.size(), deps_.size(), static_cast<uint32_t>(task->deps.size())});
   workers_.insert(workers_.end(), task->workers.begin(), task->workers.end());
   deps_.insert(deps_.end(), task->deps.begin(), task->deps.end());
@@ -47,7 +48,8 @@ void GraphDump::write(const std::string& path) const {
     const Node& n = nodes_[i];
     out << "  t" << n.id << " [label=\"" << n.id << ": " << n.name << "\\n";
     if (n.sub) {
-      out << "host sub-worker";
+      out << (n.members > 1 ? "host sub-workers, a group of " + std::to_string(n.members)
+                            : std::string("host sub-worker"));
     } else {
       out << "chip ";
       for (uint32_t m = 0; m < n.members; ++m)

@@ -65,10 +65,11 @@ void SubWorkerPool::serve(int index) {
       idle_[index] = true;
       ++idle_count_;
       ready_cv_.wait(lock, [&] { return shutdown_ || assigned_[index].task || head_can_start(); });
-      if (shutdown_) return;
-      if (assigned_[index].task) {  // idle_ was cleared by the thread that started the group
-        work = std::move(assigned_[index]);
+      if (assigned_[index].task) {           // a started group's member runs, even at shutdown
+        work = std::move(assigned_[index]);  // (idle_ was cleared by the thread that started it)
         assigned_[index] = {};
+      } else if (shutdown_) {
+        return;
       } else {
         work = start_head(index);
       }

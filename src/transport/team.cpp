@@ -234,7 +234,7 @@ void Team::signal32(int peer, size_t offset, uint32_t value) {
 }
 
 void Team::atomic_add_f32(int peer, size_t offset, float value) {
-  uint32_t seen = compare_swap32(peer, offset, 0, 0);  // reads the word (swaps 0 for 0)
+  uint32_t seen = 0;  // a guess: right for a fresh accumulator, else the CAS returns the word
   for (;;) {
     const uint32_t sum = std::bit_cast<uint32_t>(std::bit_cast<float>(seen) + value);
     const uint32_t before = compare_swap32(peer, offset, seen, sum);

@@ -214,6 +214,42 @@ TEST(SubGroup, AFailingMemberFailsTheGroupAndSkipsItsConsumers) {
   EXPECT_FALSE(consumer_ran);
 }
 
+// Groups of every size mixed with single sub tasks, over many runs: every member of every group
+// and every single task runs once, with its own rank (the pool's idle count and its pooled
+// states stay right; TSan runs this too).
+TEST(SubGroup, GroupsOfEverySizeMixedWithSingleTasks) {
+  std::vector<float> got, want;
+  for (int run = 0; run < 20; ++run) {
+    g_worker->run([&](Orchestrator& orch) {
+      auto x = orch.host_tensor<float>({4});
+      for (size_t i = 0; i < 4; ++i)
+        x.host<float>()[i] = static_cast<float>(run + 1);
+      std::vector<Tensor> outs;
+      std::vector<TaskHandle> tasks;
+      for (int k = 0; k < 6; ++k) {
+        const int members = 1 + (run + k) % kSubWorkers;
+        std::vector<std::vector<TaskArg>> args;
+        for (int m = 0; m < members; ++m) {
+          outs.push_back(orch.host_tensor<float>({4}));
+          args.push_back({in(x), out(outs.back())});
+          want.push_back(static_cast<float>((run + 1) * (m + 1)));  // scale: in * (rank + 1)
+        }
+        tasks.push_back(orch.submit_sub_group(g_h.scale, args));
+        outs.push_back(orch.host_tensor<float>({4}));
+        tasks.push_back(orch.submit_sub(g_h.scale, {in(x), out(outs.back())}));
+        want.push_back(static_cast<float>(run + 1));
+      }
+      for (const TaskHandle& t : tasks)
+        t.wait();
+      for (const Tensor& o : outs)
+        got.push_back(o.host<float>()[3]);
+    });
+  }
+  if (g_worker->is_host()) {
+    EXPECT_EQ(got, want);
+  }
+}
+
 TEST(SubGroup, BadGroupsAreErrorsAtSubmit) {
   g_worker->run([&](Orchestrator& orch) {
     auto x = orch.host_tensor<float>({8});

@@ -65,5 +65,25 @@ TEST(TeamLayoutTest, UnknownBufferErrorListsTheKnownOnes) {
   }
 }
 
+// Each of the six comparisons at one below, at and one above the value (waits use holds()).
+TEST(Compare, EachComparisonHoldsExactlyWhereItShould) {
+  struct Case {
+    Compare cmp;
+    bool below, at, above;  // word = value - 1, value, value + 1
+  };
+  const Case cases[] = {
+      {Compare::kEqual, false, true, false},   {Compare::kNotEqual, true, false, true},
+      {Compare::kLess, true, false, false},    {Compare::kLessEqual, true, true, false},
+      {Compare::kGreater, false, false, true}, {Compare::kGreaterEqual, false, true, true}};
+  for (const Case& c : cases) {
+    EXPECT_EQ(holds(c.cmp, 41, 42), c.below) << to_string(c.cmp);
+    EXPECT_EQ(holds(c.cmp, 42, 42), c.at) << to_string(c.cmp);
+    EXPECT_EQ(holds(c.cmp, 43, 42), c.above) << to_string(c.cmp);
+  }
+  EXPECT_STREQ(to_string(Compare::kLessEqual), "<=");
+  EXPECT_THROW(holds(static_cast<Compare>(42), 0, 0), InvalidArgument);
+  EXPECT_THROW(to_string(static_cast<Compare>(-1)), InvalidArgument);
+}
+
 }  // namespace
 }  // namespace rankflow::transport
