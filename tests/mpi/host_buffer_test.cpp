@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/expect_error.h"
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
 #include "worker_test_main.h"
@@ -18,7 +19,6 @@
 namespace rankflow::test {
 namespace {
 
-using ::testing::HasSubstr;
 
 Worker* g_worker = nullptr;
 int* g_argc = nullptr;
@@ -37,17 +37,6 @@ void copy(TaskContext& t) {
   auto in = t.input<float>(0);
   auto out = t.output<float>(1);
   std::copy(in.begin(), in.end(), out.begin());
-}
-
-template <typename Fn>
-void expect_error(ErrorCode code, const std::string& text, Fn&& fn) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected " << to_string(code) << " with '" << text << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_THAT(e.what(), HasSubstr(text));
-  }
 }
 
 TEST(HostBuffer, ContentsLiveAcrossRunsAndTheHostWritesThemInPlace) {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/expect_error.h"
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
 #include "worker_test_main.h"
@@ -51,17 +52,6 @@ void from_task(TaskContext& t) {
 // out[0] = scalar 0 + the chip worker id (or -1 on a sub-worker) * 1000.
 void stamp(TaskContext& t) {
   t.output<int64_t>(0)[0] = t.scalar<int64_t>(0) + 1000 * t.worker();
-}
-
-template <typename Fn>
-void expect_error(ErrorCode code, const std::string& text, Fn&& fn) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected " << to_string(code) << " with '" << text << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_THAT(e.what(), HasSubstr(text));
-  }
 }
 
 // Runs `kernel` on every chip and `sub` on a sub-worker, each stamping 7; what the host read.

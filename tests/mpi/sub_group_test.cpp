@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/expect_error.h"
 #include "rankflow/error.h"
 #include "rankflow/runtime.h"
 #include "worker_test_main.h"
@@ -84,17 +85,6 @@ void fill(TaskContext& t) {
   auto out = t.output<float>(0);
   for (size_t i = 0; i < out.size(); ++i)
     out[i] = static_cast<float>(i);
-}
-
-template <typename Fn>
-void expect_error(ErrorCode code, const std::string& text, Fn&& fn) {
-  try {
-    fn();
-    ADD_FAILURE() << "no error; expected " << to_string(code) << " with '" << text << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.code(), code) << e.what();
-    EXPECT_THAT(e.what(), HasSubstr(text));
-  }
 }
 
 std::vector<int64_t> read(const Tensor& t) {
