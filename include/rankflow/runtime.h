@@ -43,6 +43,7 @@ namespace detail {
 class WorkerImpl;           // one rank's runtime
 struct TaskState;           // the runtime's record of a submitted task
 class OrchestratorBackend;  // what an Orchestrator drives (the host's scheduler)
+struct RunRecord;           // a submitted run's number and result
 }  // namespace detail
 
 // Per-task settings that travel with the task to where it runs; validated at submit.
@@ -223,6 +224,35 @@ class Orchestrator {
   Domain allocate_domain(std::string name, std::vector<int> workers, size_t window_bytes,
                          std::vector<BufferSpec> buffers = {});
 
+  // Scopes, as the reference's: an intermediate made with alloc inside a scope dies at the
+  // scope's end. No later task may name it (InvalidArgument), and its memory returns to the
+  // arena as soon as the tasks that named it have finished, even while the body still holds
+  // its Tensor. Scopes nest up to 64 deep (InvalidState past that, and for scope_end with none
+  // open); scopes left open end with the run. scope() is the RAII form:
+  //   { auto step = orch.scope(); auto tmp = orch.alloc<float>({n}); ... }  // tmp dies here
+  class Scope {
+   public:
+    Scope(Scope&& other) noexcept : orch_(other.orch_) { other.orch_ = nullptr; }
+    Scope(const Scope&) = delete;
+    Scope& operator=(const Scope&) = delete;
+    Scope& operator=(Scope&&) = delete;
+    ~Scope() {  // a scope ended by hand already (scope_end) leaves nothing to end here
+      if (orch_ == nullptr) return;
+      try {
+        orch_->scope_end();
+      } catch (...) {
+      }
+    }
+
+   private:
+    friend class Orchestrator;
+    explicit Scope(Orchestrator& orch) : orch_(&orch) { orch.scope_begin(); }
+    Orchestrator* orch_;
+  };
+  [[nodiscard]] Scope scope() { return Scope(*this); }
+  void scope_begin();
+  void scope_end();
+
   // Writes this run's graph so far as Graphviz DOT: one node per task (id, name, where it runs,
   // status), one edge per dependency. `dot -Tpng path -o graph.png` draws it. Call it from the
   // orchestration function's own thread, as submit: the dump reads the graph without a lock.
@@ -242,6 +272,30 @@ struct WorkerOptions {
   size_t host_arena_bytes = size_t{64} << 20;      // host tensors and intermediates of one run
   size_t child_arena_bytes = size_t{16} << 20;     // child memory on each chip worker
   std::chrono::milliseconds alloc_timeout{10000};  // Orchestrator::alloc waiting for memory
+  // Runs in flight at once (Worker::submit): a submission beyond this many blocks, before its
+  // body runs, until the oldest has ended. At least 1.
+  int admission_depth = 2;
+};
+
+// A submitted run (Worker::submit). Every waiter sees the same terminal result: nothing, or
+// the run's first task error (RemoteFailure) after the run drained.
+class RunHandle {
+ public:
+  RunHandle() = default;
+  uint64_t number() const;  // 1 for the worker's first run, then in submission order
+  bool done() const;        // the run has ended (true at once on a chip)
+  // Waits for the run's end (the runs before it end first) and throws its error if it failed.
+  // wait(): Timeout once no task finished for the worker's timeout (RANKFLOW_TIMEOUT_S), as
+  // run() does. wait(timeout): Timeout if the run has not ended within `timeout`;
+  // InvalidArgument for a negative timeout. Neither cancels the run: wait again, or let
+  // close() end it. InvalidState from a task, or on an empty handle.
+  void wait() const;
+  void wait(std::chrono::nanoseconds timeout) const;
+
+ private:
+  friend class detail::WorkerImpl;
+  explicit RunHandle(std::shared_ptr<detail::RunRecord> record) : record_(std::move(record)) {}
+  std::shared_ptr<detail::RunRecord> record_;
 };
 
 class Worker {
@@ -268,8 +322,20 @@ class Worker {
   // Collective. Checks that every rank registered the same kernels and subs.
   void init();
   // Collective: the host runs `body`, chips serve its tasks until it returns and every task is
-  // done. Throws the run's first task error (on the host) after the run drains.
+  // done. Throws the run's first task error (on the host) after the run drains. The same as
+  // submit(body).wait().
   void run(const std::function<void(Orchestrator&)>& body);
+  // Collective, asynchronous: the host runs `body` on the calling thread, building the run's
+  // graph, and returns once the body has returned, while the tasks execute. Runs execute one
+  // after another in submission order, never interleaved on the chips, so run k+1's graph is
+  // built while run k executes; up to WorkerOptions::admission_depth runs are in flight (a
+  // submission beyond that first waits for the oldest to end). Call it on every rank in the
+  // same order as run(): a chip serves the run before its submit returns.
+  // An exception from the body propagates (with its type) once the run's tasks that had
+  // started have finished; the run's other tasks are cancelled, never started. A task that
+  // the body waits for (TaskHandle::wait) or memory it waits for (alloc) ends the earlier runs
+  // first. Registration, unregister and close() end every run in flight first.
+  RunHandle submit(const std::function<void(Orchestrator&)>& body);
   // Collective. Safe to call twice; the destructor calls it.
   void close();
 

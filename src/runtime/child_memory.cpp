@@ -59,7 +59,7 @@ void ChildMemory::free(const Tensor& base) {
         std::to_string(offset - a.offset) + " bytes into the allocation)");
   }
   a.live = false;
-  pending_free_.push_back(TensorAccess::buffer(base));
+  pending_free_.push_back({run_, TensorAccess::buffer(base)});
 }
 
 void ChildMemory::check_use(const Tensor& t, int worker, const std::string& which) const {
@@ -75,13 +75,14 @@ void ChildMemory::check_use(const Tensor& t, int worker, const std::string& whic
   }
 }
 
-void ChildMemory::end_run() {
-  for (uint64_t buffer : pending_free_) {
-    const Allocation& a = allocations_.at(buffer);
+void ChildMemory::end_run(uint64_t run) {
+  std::erase_if(pending_free_, [&](const PendingFree& f) {
+    if (f.run > run) return false;  // a later run in flight may still use it
+    const Allocation& a = allocations_.at(f.buffer);
     arenas_[a.worker].release(a.offset, a.bytes);
     committed_[a.worker] -= RangeAllocator::rounded(a.bytes);
-  }
-  pending_free_.clear();
+    return true;
+  });
 }
 
 }  // namespace rankflow::runtime

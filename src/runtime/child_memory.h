@@ -24,8 +24,10 @@ class ChildMemory {
   // InvalidArgument (prefixed with `which`) unless `t` is live child memory of `worker` (-1:
   // a host sub-worker).
   void check_use(const Tensor& t, int worker, const std::string& which) const;
-  // After the run: memory freed during it becomes reusable.
-  void end_run();
+  // Run `run` is being built: frees from now on wait for its end.
+  void begin_run(uint64_t run) { run_ = run; }
+  // After run `run`: memory freed while it was built becomes reusable.
+  void end_run(uint64_t run);
   // Bytes of `worker`'s child arena held by allocations (each rounded up to the arena's 64-byte
   // granule): live ones, and ones freed in this run (reusable only after it). InvalidArgument
   // for a worker out of range.
@@ -42,8 +44,13 @@ class ChildMemory {
   BufferIds& ids_;
   std::vector<RangeAllocator> arenas_;                    // per chip
   std::unordered_map<uint64_t, Allocation> allocations_;  // by buffer id
-  std::vector<uint64_t> pending_free_;                    // freed this run, reusable after it
-  std::vector<size_t> committed_;                         // per chip
+  struct PendingFree {
+    uint64_t run;  // the run being built when it was freed: reusable after it
+    uint64_t buffer;
+  };
+  std::vector<PendingFree> pending_free_;
+  uint64_t run_ = 0;
+  std::vector<size_t> committed_;  // per chip
 };
 
 }  // namespace rankflow::runtime

@@ -261,7 +261,7 @@ void Dispatcher::wait_while_progressing(const std::function<bool()>& done,
   }
 }
 
-void Dispatcher::finish_run() {
+bool Dispatcher::finish_run(std::optional<Clock::time_point> deadline) {
   DriverRole role(*this);
   uint64_t seen = graph_.finished();
   uint64_t seen_wakeups = wakeups_.load();
@@ -280,6 +280,7 @@ void Dispatcher::finish_run() {
       } else if (now - last_progress > timeout_) {
         throw Timeout(describe_stall("run", timeout_));
       }
+      if (deadline && now >= *deadline) return false;
     }
     backoff.pause([&](std::chrono::microseconds d) { sleep_for_wakeup(d, seen_wakeups); });
   }
@@ -287,6 +288,7 @@ void Dispatcher::finish_run() {
   for (ChipLink& link : links_)
     link.post_end_of_run(on_done);
   team_.flush();
+  return true;
 }
 
 std::string Dispatcher::describe_stall(const std::string& operation,

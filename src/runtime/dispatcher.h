@@ -24,6 +24,7 @@
 #include <deque>
 #include <functional>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -62,9 +63,15 @@ class Dispatcher {
   // `what` names the wait in that Timeout.
   void wait_while_progressing(const std::function<bool()>& done,
                               const std::function<std::string()>& what);
-  // Body thread: drives until every task of the run finished, then ends the run on every chip.
-  // Timeout when no task finishes for the timeout (naming the oldest task in flight).
-  void finish_run();
+  // Body thread: drives until every task of the executing run finished, then ends the run on
+  // every chip. Timeout when no task finishes for the timeout (naming the oldest task in
+  // flight); false, the run left open, once `deadline` (if any) has passed.
+  bool finish_run(std::optional<std::chrono::steady_clock::time_point> deadline = {});
+  // Called before a task's handle waits for task `id` (the scheduler makes its run execute).
+  void set_before_wait(std::function<void(uint64_t)> hook) { before_wait_ = std::move(hook); }
+  void before_wait(uint64_t id) {
+    if (before_wait_) before_wait_(id);
+  }
   // Runs `work` holding the driver role, so no other thread progresses UCX meanwhile: for the
   // main thread's own MPI waits between runs (Context::mpi_wait progresses UCX itself).
   void exclusively(const std::function<void()>& work);
@@ -120,6 +127,7 @@ class Dispatcher {
   std::mutex sleep_mutex_;
   std::condition_variable wake_;
   std::thread thread_;
+  std::function<void(uint64_t)> before_wait_;
 };
 
 }  // namespace rankflow::runtime

@@ -1,6 +1,7 @@
 // HostMemory (see host_memory.h).
 #include "runtime/host_memory.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "rankflow/error.h"
@@ -36,7 +37,7 @@ HostMemory::HostMemory(std::byte* arena, size_t bytes, BufferIds& ids)
 Tensor HostMemory::place(size_t offset, std::vector<size_t> shape, DType dtype, size_t bytes) {
   Tensor t = detail::TensorAccess::make(ids_.next(), offset, bytes, std::move(shape), dtype,
                                         base_ + offset, -1);
-  live_.emplace(detail::TensorAccess::buffer(t), Range{offset, bytes});
+  live_.emplace(detail::TensorAccess::buffer(t), Range{offset, bytes, run_});
   return t;
 }
 
@@ -77,7 +78,9 @@ std::vector<LeaseQueue::Released> HostMemory::take_released() {
 }
 
 bool HostMemory::use(uint64_t buffer) {
-  if (live_.contains(buffer)) return true;
+  if (auto it = live_.find(buffer); it != live_.end()) {
+    return it->second.named_in_run == run_ && !it->second.scope_ended;
+  }
   auto it = persistent_.find(buffer);
   if (it == persistent_.end()) return false;
   it->second.named_in_run = run_;
@@ -113,17 +116,36 @@ void HostMemory::release_persistent(uint64_t buffer) {
   persistent_.erase(buffer);
 }
 
-void HostMemory::end_run() {
-  if (persistent_.empty()) {
+bool HostMemory::end_scope(uint64_t buffer) {
+  auto it = live_.find(buffer);
+  if (it == live_.end()) return false;
+  it->second.scope_ended = true;
+  return true;
+}
+
+bool HostMemory::release_now(uint64_t buffer) {
+  auto it = live_.find(buffer);
+  if (it == live_.end()) return false;
+  arena_.release(it->second.offset, it->second.bytes);
+  live_.erase(it);
+  return true;
+}
+
+// Leases of the run that come back later find nothing to free (reclaim skips them).
+void HostMemory::end_run(uint64_t run) {
+  const bool only_this_run = std::all_of(live_.begin(), live_.end(), [&](const auto& entry) {
+    return entry.second.named_in_run == run;
+  });
+  if (only_this_run && persistent_.empty()) {  // the usual case: one run at a time
+    live_.clear();
     arena_.reset();
-  } else {
-    for (const auto& [buffer, range] : live_)
-      arena_.release(range.offset, range.bytes);
+    return;
   }
-  live_.clear();
-  std::lock_guard lock(leases_->mutex);
-  leases_->released.clear();
-  leases_->pending.store(0, std::memory_order_release);
+  std::erase_if(live_, [&](const auto& entry) {
+    if (entry.second.named_in_run != run) return false;
+    arena_.release(entry.second.offset, entry.second.bytes);
+    return true;
+  });
 }
 
 }  // namespace rankflow::runtime

@@ -42,8 +42,9 @@ class HostMemory {
  public:
   HostMemory(std::byte* arena, size_t bytes, BufferIds& ids);
 
-  void begin_run() { ++run_; }
-  // A zero-filled tensor that lives until the run ends; InvalidArgument when it does not fit.
+  // Run `run` is being built: what follows belongs to it (earlier runs may still be in flight).
+  void begin_run(uint64_t run) { run_ = run; }
+  // A zero-filled tensor that lives until its run ends; InvalidArgument when it does not fit.
   Tensor host_tensor(std::vector<size_t> shape, DType dtype, size_t bytes);
   // A leased intermediate, or nothing while the arena is full.
   std::optional<Tensor> try_alloc(std::vector<size_t> shape, DType dtype, size_t bytes);
@@ -52,11 +53,15 @@ class HostMemory {
   // Returns the memory of released leases; calls forget(buffer) for each buffer it freed.
   template <typename Forget>
   void reclaim(Forget&& forget);
-  // After the run: every host tensor goes (persistent buffers stay).
-  void end_run();
-  // Whether `buffer` is a host allocation a task of this run may name; a persistent buffer is
-  // marked as named by this run.
+  // After run `run`: its host tensors and intermediates go (persistent buffers stay).
+  void end_run(uint64_t run);
+  // Whether `buffer` is a host allocation a task of the run being built may name; a persistent
+  // buffer is marked as named by that run.
   bool use(uint64_t buffer);
+  // An intermediate's scope ended: no later task may name it. False if it is gone already.
+  bool end_scope(uint64_t buffer);
+  // Frees an intermediate now (its scope ended and its users finished). False if gone already.
+  bool release_now(uint64_t buffer);
   // A zero-filled buffer that lives across runs, as a 1-D u8 tensor over all of it;
   // InvalidArgument when it does not fit.
   Tensor create_persistent(size_t bytes);
@@ -77,18 +82,19 @@ class HostMemory {
   struct Range {
     size_t offset;
     size_t bytes;
-    uint64_t named_in_run = 0;  // persistent buffers: the last run that named it
+    uint64_t named_in_run = 0;  // persistent buffers: the last run that named it; else its run
+    bool scope_ended = false;   // an intermediate whose scope ended
   };
-  std::unordered_map<uint64_t, Range> live_;        // host buffers of this run
+  std::unordered_map<uint64_t, Range> live_;        // host buffers of the runs in flight
   std::unordered_map<uint64_t, Range> persistent_;  // buffers that live across runs
   std::shared_ptr<LeaseQueue> leases_ = std::make_shared<LeaseQueue>();
-  uint64_t run_ = 0;
+  uint64_t run_ = 0;  // the run being built
 };
 
 template <typename Forget>
 void HostMemory::reclaim(Forget&& forget) {
   for (const auto& r : take_released()) {
-    if (r.run != run_ || !live_.erase(r.buffer)) continue;  // reset with its run
+    if (!live_.erase(r.buffer)) continue;  // freed with its run, or at its scope's end
     arena_.release(r.offset, r.bytes);
     forget(r.buffer);
   }

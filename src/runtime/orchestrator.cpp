@@ -80,6 +80,7 @@ void TaskHandle::wait() const {
   if (!done()) {
     const auto driver = state_->driver.lock();
     if (!driver) throw InvalidState("TaskHandle::wait: the worker that ran the task is closed");
+    driver->before_wait(state_->id);  // its run executes first, if earlier ones are in flight
     driver->wait_while_progressing([&] { return done(); },
                                    [&] {
                                      return "TaskHandle::wait for task " +
@@ -96,6 +97,7 @@ void TaskHandle::wait(std::chrono::nanoseconds timeout) const {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     bool finished = false;
     if (const auto driver = state_->driver.lock()) {
+      driver->before_wait(state_->id);
       finished = driver->wait_until([&] { return done(); }, deadline);
     } else {  // the worker is gone: nothing will finish it, but do not crash
       transport::Backoff backoff;
@@ -163,6 +165,14 @@ TaskHandle Orchestrator::submit_sub_group(SubHandle sub,
                                           std::vector<uint64_t> after) {
   return detail::OrchestratorBackend::handle(
       backend_.submit(true, sub.index, std::move(args_per_member), {}, std::move(after), {}));
+}
+
+void Orchestrator::scope_begin() {
+  backend_.scope_begin();
+}
+
+void Orchestrator::scope_end() {
+  backend_.scope_end();
 }
 
 int Orchestrator::chips() const {

@@ -21,7 +21,7 @@ std::shared_ptr<DomainState> RunDomains::allocate(std::string name, std::vector<
                        "ahead of every task)");
   }
   for (const auto& live : domains_) {
-    if (!live->released && live->name == name) {
+    if (!live->released && live->run == run_ && live->name == name) {
       throw InvalidArgument("allocate_domain('" + name + "'): a domain of that name is live");
     }
   }
@@ -72,15 +72,19 @@ void RunDomains::check_args(const std::vector<TaskArg>& args, std::string_view t
 std::map<std::string, Domain> RunDomains::live() const {
   std::map<std::string, Domain> live;
   for (const auto& domain : domains_) {
-    if (!domain->released) live.emplace(domain->name, DomainState::handle(domain));
+    if (!domain->released && domain->run == run_) {
+      live.emplace(domain->name, DomainState::handle(domain));
+    }
   }
   return live;
 }
 
-void RunDomains::end_run() {
-  for (const auto& domain : domains_)
+void RunDomains::end_run(uint64_t run) {
+  std::erase_if(domains_, [&](const auto& domain) {
+    if (domain->run != run) return false;
     domain->released = true;
-  domains_.clear();
+    return true;
+  });
 }
 
 }  // namespace rankflow::runtime

@@ -1,7 +1,8 @@
-// RunDomains: the host's communication domains of the current run. allocate_domain checks a
+// RunDomains: the host's communication domains of the runs in flight. allocate_domain checks a
 // request and describes it for the members (the chips build it in a built-in group task ahead
 // of every other task); check_args vets a task's domain arguments and adds the creation task
-// to what the task waits for. Domains end with their run. Host main thread (the body).
+// to what the task waits for. Domains end with their run; names are unique within a run. Host main
+// thread (the body).
 #pragma once
 
 #include <cstdint>
@@ -35,9 +36,9 @@ class RunDomains {
   // that `worker` belongs to; appends their creation tasks to `after`.
   void check_args(const std::vector<TaskArg>& args, std::string_view task, int worker,
                   std::vector<uint64_t>& after) const;
-  // After the run: the chips free them.
-  void end_run();
-  // The run's domains that are not released, by name.
+  // After run `run`: the chips free its domains.
+  void end_run(uint64_t run);
+  // The newest run's domains that are not released, by name.
   std::map<std::string, Domain> live() const;
 
  private:
@@ -45,7 +46,7 @@ class RunDomains {
   uint64_t run_ = 0;
   uint32_t next_id_ = 1;
   bool submitted_ = false;
-  std::vector<std::shared_ptr<DomainState>> domains_;  // allocated in this run
+  std::vector<std::shared_ptr<DomainState>> domains_;  // of the runs in flight
 };
 
 }  // namespace rankflow::runtime

@@ -146,6 +146,9 @@ Scheduler::Scheduler(HostServices services)
                                                  int index) { run_sub(task, member, index); });
   dispatcher_ = std::make_shared<Dispatcher>(services.team, graph_, observers_, services.timeout,
                                              services.chip_shares_core);
+  dispatcher_->set_before_wait([this](uint64_t task) {  // a handle of a run not executing yet
+    if (catch_up_ && !graph_.executing(task)) catch_up_();
+  });
 }
 
 // Sub-workers call into the dispatcher and the scheduler thread into the pool: the sub-workers
@@ -159,46 +162,58 @@ Scheduler::~Scheduler() {
   subs_.reset();
 }
 
-void Scheduler::begin_run() {
-  if (run_.timed_out) drain_timed_out_run();
-  ++run_.number;
-  run_.open = true;
+uint64_t Scheduler::begin_run() {
+  const uint64_t run = ++run_.number;
+  if (run_.in_flight++ == 0) run_.front = run;
   graph_.begin_run();
-  host_.begin_run();
-  domains_.begin_run(run_.number);
-  observers_.run_began(run_.number);
-  dispatcher_->begin_run();
+  host_.begin_run(run);
+  child_.begin_run(run);
+  domains_.begin_run(run);
+  scopes_.body_ended();
+  observers_.run_began(run);
+  if (run == run_.front) dispatcher_->begin_run();
+  return run;
 }
 
-void Scheduler::end_run() {
+// A run that timed out once is ended the same way: its late tasks are collected under its own
+// graph (their ids and dependents are its own), then the chips get its end.
+bool Scheduler::end_front_run(std::string& first_error,
+                              std::optional<std::chrono::steady_clock::time_point> deadline) {
+  const bool timed_out_before = run_.timed_out;
   run_.timed_out = true;  // until the chips have left the run
-  dispatcher_->finish_run();
-  run_.timed_out = false;
-  close_run();
-  const std::string error = graph_.first_error();
-  if (!error.empty()) throw RemoteFailure(error);
-}
-
-// The late tasks of a timed-out run are collected under that run's graph (their ids and
-// dependents are its own), then the chips get its end; only then may a new run begin.
-void Scheduler::drain_timed_out_run() {
-  dispatcher_->begin_run();  // heartbeats while the late tasks finish
   try {
-    dispatcher_->finish_run();
+    if (!dispatcher_->finish_run(deadline)) {
+      run_.timed_out = timed_out_before;
+      return false;
+    }
   } catch (const Timeout& e) {
-    throw Timeout(std::string("the run ") + std::to_string(run_.number) +
+    if (!timed_out_before) throw;
+    throw Timeout(std::string("the run ") + std::to_string(run_.front) +
                   " that timed out is still running: " + e.what());
   }
   run_.timed_out = false;
-  close_run();
+  first_error = graph_.first_error();
+  close_run(run_.front);
+  graph_.end_run();  // the next run in flight executes: its held tasks become ready
+  ++run_.front;
+  if (--run_.in_flight > 0) dispatcher_->begin_run();
+  return true;
 }
 
-void Scheduler::close_run() {
-  run_.open = false;
-  host_.end_run();
-  child_.end_run();
-  domains_.end_run();
-  observers_.run_ended(run_.number);
+void Scheduler::close_run(uint64_t run) {
+  host_.end_run(run);
+  child_.end_run(run);
+  domains_.end_run(run);
+  observers_.run_ended(run);
+}
+
+void Scheduler::scope_begin() {
+  scopes_.begin();
+}
+
+void Scheduler::scope_end() {
+  scopes_.end(graph_, host_);
+  reclaim();
 }
 
 // The worker checked `bytes` against the arena's capacity (on every rank) and the handle.
@@ -217,9 +232,10 @@ void Scheduler::release_buffer(HostBuffer& buffer) {
   const auto& state = detail::HostBufferState::of(buffer);
   const uint64_t id = TensorAccess::buffer(state->whole);
   const uint64_t named = host_.last_run_naming(id);
-  if (named != 0 && named == host_.run() && (run_.open || run_.timed_out)) {
+  if (named != 0 && run_.in_flight > 0 && named >= run_.front) {
     throw InvalidState("release_buffer: run " + std::to_string(named) +
-                       " names this buffer and is still in flight; release it after the run");
+                       " names this buffer and is still in flight; release it after the run "
+                       "(wait for its RunHandle)");
   }
   host_.release_persistent(id);
   graph_.forget(id);
@@ -227,7 +243,9 @@ void Scheduler::release_buffer(HostBuffer& buffer) {
 }
 
 void Scheduler::reclaim() {
-  host_.reclaim([&](uint64_t buffer) { graph_.forget(buffer); });
+  const auto forget = [&](uint64_t buffer) { graph_.forget(buffer); };
+  host_.reclaim(forget);
+  scopes_.reclaim(graph_, host_, forget);
 }
 
 Tensor Scheduler::host_tensor(std::vector<size_t> shape, DType dtype) {
@@ -248,9 +266,16 @@ Tensor Scheduler::alloc(std::vector<size_t> shape, DType dtype) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {
     reclaim();
-    if (auto t = host_.try_alloc(shape, dtype, bytes)) return std::move(*t);
-    if (const std::string error = graph_.first_error(); !error.empty()) {
+    if (auto t = host_.try_alloc(shape, dtype, bytes)) {
+      scopes_.note_alloc(TensorAccess::buffer(*t));
+      return std::move(*t);
+    }
+    if (const std::string error = graph_.newest_error(); !error.empty()) {
       throw RemoteFailure("this run already failed: " + error);
+    }
+    if (const size_t before = run_.in_flight; before > 1 && catch_up_) {
+      catch_up_();  // earlier runs in flight hold memory: they end first
+      if (run_.in_flight < before) continue;
     }
     if (!dispatcher_->wait_until([&] { return host_.has_released(); }, deadline)) {
       throw Timeout("alloc: rank 0 (host) waited " + transport::format_seconds(limit) + " for " +

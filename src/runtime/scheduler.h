@@ -17,6 +17,7 @@
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,7 @@
 #include "runtime/observer.h"
 #include "runtime/orchestrator_backend.h"
 #include "runtime/run_domains.h"
+#include "runtime/scope_stack.h"
 #include "runtime/sub_worker_pool.h"
 #include "runtime/task_graph.h"
 #include "runtime/task_pool.h"
@@ -55,16 +57,27 @@ class Scheduler : public detail::OrchestratorBackend {
   explicit Scheduler(HostServices services);
   ~Scheduler() override;
 
-  // Starts a run. A run that timed out (end_run threw Timeout with tasks still on the chips) is
-  // drained first: its late tasks finish, the chips leave it, its memory goes; Timeout again if
-  // they still do not finish.
-  void begin_run();
-  // Drives the run until every task is done, ends it on every chip, releases its memory and
-  // rethrows the first task error. On Timeout the run stays open (see begin_run).
-  void end_run();
-  // Whether a timed-out run is still open; drain_timed_out_run() finishes it (or throws Timeout).
-  bool run_timed_out() const { return run_.timed_out; }
-  void drain_timed_out_run();
+  // Admits a run: later submissions build it. It executes at once when no run is in flight;
+  // otherwise its ready tasks wait until the runs before it have ended (end_front_run).
+  // Returns its number.
+  uint64_t begin_run();
+  // Drives the oldest run in flight until every task of it is done, ends it on every chip,
+  // releases its memory and returns its first task error (empty when it succeeded); the next
+  // run in flight then executes. Timeout when no task finished for the worker's timeout, and
+  // false once `deadline` (if any) passed: the run stays in flight either way.
+  bool end_front_run(std::string& first_error,
+                     std::optional<std::chrono::steady_clock::time_point> deadline = {});
+  // The newest run's body threw: its tasks that have not started never will.
+  void cancel_newest_run(const std::string& why) { graph_.cancel_unstarted(why); }
+  // Runs in flight (admitted and not ended), and the oldest one's number.
+  size_t runs_in_flight() const { return run_.in_flight; }
+  uint64_t front_run() const { return run_.front; }
+  // Called when the body waits for something only its own run can produce (a task's handle,
+  // arena memory) while earlier runs are still in flight: the pipeline ends them first.
+  void set_catch_up(std::function<void()> catch_up) { catch_up_ = std::move(catch_up); }
+  // Scopes of the newest run (Orchestrator::scope_begin, scope_end).
+  void scope_begin() override;
+  void scope_end() override;
   // Tells the chips that the worker is closing (they wait for it, hearing the heartbeats).
   void announce_close() { dispatcher_->announce_close(); }
   // Runs `work` (an MPI wait of the main thread between runs) with no other thread
@@ -106,15 +119,18 @@ class Scheduler : public detail::OrchestratorBackend {
                std::vector<ByteUse>& uses);
   void run_sub(const std::shared_ptr<TaskState>& task, int member, int index);
   void reclaim();
-  void close_run();
+  void close_run(uint64_t run);
 
   HostServices services_;
   int chips_;
   struct {
-    uint64_t number = 0;
-    bool timed_out = false;  // end_run threw Timeout: the run is still open on the chips
-    bool open = false;       // between begin_run and the run's end
+    uint64_t number = 0;     // the newest run admitted
+    uint64_t front = 0;      // the oldest in flight (executing), when in_flight > 0
+    size_t in_flight = 0;    // admitted, not ended
+    bool timed_out = false;  // end_front_run threw Timeout: the front run is still open
   } run_;
+  std::function<void()> catch_up_;
+  ScopeStack scopes_;
   BufferIds ids_;
   TaskPool tasks_;
   std::vector<ByteUse> uses_;  // enter()'s scratch (body thread)

@@ -2,6 +2,13 @@
 #include "runtime/sub_worker_pool.h"
 
 namespace rankflow::runtime {
+namespace {
+thread_local bool t_sub_worker = false;
+}  // namespace
+
+bool SubWorkerPool::on_sub_worker() {
+  return t_sub_worker;
+}
 
 SubWorkerPool::SubWorkerPool(int threads, RunMember run)
     : run_(std::move(run)), assigned_(threads), idle_(threads, false) {
@@ -47,6 +54,9 @@ SubWorkerPool::Assignment SubWorkerPool::start_head(int index) {
   const int members = static_cast<int>(task->member_args.size());
   idle_[index] = false;
   --idle_count_;
+  // A run whose body threw cancels its queued tasks (TaskGraph::cancel): they never start.
+  TaskStatus ready = TaskStatus::kReady;
+  if (!task->status.compare_exchange_strong(ready, TaskStatus::kRunning)) return {};
   for (int m = 1, t = 0; m < members; ++t) {
     if (!idle_[t]) continue;
     idle_[t] = false;
@@ -58,6 +68,7 @@ SubWorkerPool::Assignment SubWorkerPool::start_head(int index) {
 }
 
 void SubWorkerPool::serve(int index) {
+  t_sub_worker = true;
   for (;;) {
     Assignment work;
     {
@@ -74,8 +85,7 @@ void SubWorkerPool::serve(int index) {
         work = start_head(index);
       }
     }
-    work.task->status = TaskStatus::kRunning;
-    run_(work.task, work.member, index);
+    if (work.task) run_(work.task, work.member, index);
   }
 }
 

@@ -32,6 +32,8 @@ class SubWorkerPool {
   // Joins the threads (tasks still queued stay queued); the destructor calls it.
   void stop();
   int threads() const { return static_cast<int>(threads_.size()); }
+  // Whether the calling thread is a sub-worker (of any pool): a task is running on it.
+  static bool on_sub_worker();
 
  private:
   struct Assignment {

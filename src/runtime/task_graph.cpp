@@ -5,6 +5,7 @@
 
 #include "rankflow/error.h"
 #include "runtime/protocol.h"
+#include "runtime/tensor_access.h"
 
 namespace rankflow::runtime {
 
@@ -14,12 +15,110 @@ TaskGraph::TaskGraph(int chips, std::function<void(std::shared_ptr<TaskState>)> 
 
 void TaskGraph::begin_run() {
   std::lock_guard lock(mutex_);
-  tracker_.clear();
-  run_tasks_.clear();
-  outcomes_.clear();
-  first_id_ = next_id_;
-  first_error_.clear();
-  outstanding_ = 0;
+  RunPart part;
+  part.first_id = next_id_;
+  if (spare_trackers_.empty()) {
+    part.tracker = std::make_unique<DependencyTracker>();
+  } else {
+    part.tracker = std::move(spare_trackers_.back());
+    spare_trackers_.pop_back();
+  }
+  if (runs_.empty()) {
+    run_tasks_.clear();
+    outcomes_.clear();
+    first_id_ = next_id_;
+    outstanding_.store(0, std::memory_order_release);
+  }
+  runs_.push_back(std::move(part));
+}
+
+void TaskGraph::end_run() {
+  std::lock_guard lock(mutex_);
+  if (runs_.empty()) return;
+  runs_.front().tracker->clear();
+  spare_trackers_.push_back(std::move(runs_.front().tracker));
+  runs_.pop_front();
+  if (runs_.empty()) return;
+  RunPart& next = runs_.front();
+  const size_t ended = next.first_id - first_id_;  // every entry of the ended run is empty
+  run_tasks_.erase(run_tasks_.begin(), run_tasks_.begin() + static_cast<ptrdiff_t>(ended));
+  outcomes_.erase(outcomes_.begin(), outcomes_.begin() + static_cast<ptrdiff_t>(ended));
+  first_id_ = next.first_id;
+  outstanding_.store(next.outstanding, std::memory_order_release);
+  std::vector<std::shared_ptr<TaskState>> held;
+  held.swap(next.held);
+  for (const auto& task : held)
+    make_ready(task);
+}
+
+TaskGraph::RunPart& TaskGraph::part_of(uint64_t id) {
+  for (auto it = runs_.rbegin(); it != runs_.rend(); ++it) {
+    if (id >= it->first_id) return *it;
+  }
+  return runs_.front();
+}
+
+bool TaskGraph::executing(uint64_t id) {
+  std::lock_guard lock(mutex_);
+  return runs_.size() < 2 || id < runs_[1].first_id;
+}
+
+// One task of the run `task` belongs to is done (finished, failed, skipped or cancelled).
+void TaskGraph::count_done(const TaskState& task) {
+  RunPart& part = part_of(task.id);
+  --part.outstanding;
+  if (&part == &runs_.front()) outstanding_.store(part.outstanding, std::memory_order_release);
+}
+
+void TaskGraph::cancel_unstarted(const std::string& why) {
+  std::lock_guard lock(mutex_);
+  if (runs_.empty()) return;
+  const uint64_t first = runs_.back().first_id;
+  for (uint64_t id = first; id < next_id_; ++id) {
+    const auto task = run_tasks_[id - first_id_];
+    if (task == nullptr) continue;
+    TaskStatus status = task->status.load();
+    if (status == TaskStatus::kReady && task->sub) {  // the sub-worker pool may start it now
+      if (!task->status.compare_exchange_strong(status, TaskStatus::kSkipped)) continue;
+    } else if (status == TaskStatus::kWaiting || status == TaskStatus::kReady) {
+      task->status = TaskStatus::kSkipped;
+    } else {
+      continue;  // running (or posted to its chip's ring): it finishes
+    }
+    task->error = "cancelled: " + why;
+    task->release_args();
+    task->stream.before.clear();
+    run_tasks_[id - first_id_].reset();
+    outcomes_[id - first_id_] = Outcome::kSkipped;
+    count_done(*task);
+  }
+  runs_.back().held.clear();
+}
+
+std::vector<uint64_t> TaskGraph::unfinished_users(uint64_t buffer) {
+  std::lock_guard lock(mutex_);
+  std::vector<uint64_t> users;
+  for (const auto& task : run_tasks_) {
+    if (task == nullptr) continue;
+    for (const auto& member : task->member_args) {
+      const bool names = std::any_of(member.begin(), member.end(), [&](const TaskArg& a) {
+        return a.kind == ArgKind::kTensor && detail::TensorAccess::buffer(a.tensor) == buffer;
+      });
+      if (names) {
+        users.push_back(task->id);
+        break;
+      }
+    }
+  }
+  return users;
+}
+
+bool TaskGraph::all_finished(const std::vector<uint64_t>& ids) {
+  std::lock_guard lock(mutex_);
+  return std::all_of(ids.begin(), ids.end(), [&](uint64_t id) {
+    return id < first_id_ || id - first_id_ >= run_tasks_.size() ||
+           run_tasks_[id - first_id_] == nullptr;
+  });
 }
 
 std::vector<TaskGraph::Outcome> TaskGraph::outcomes(uint64_t& first) {
@@ -30,21 +129,28 @@ std::vector<TaskGraph::Outcome> TaskGraph::outcomes(uint64_t& first) {
 
 std::string TaskGraph::first_error() {
   std::lock_guard lock(mutex_);
-  return first_error_;
+  return runs_.empty() ? std::string() : runs_.front().first_error;
+}
+
+std::string TaskGraph::newest_error() {
+  std::lock_guard lock(mutex_);
+  return runs_.empty() ? std::string() : runs_.back().first_error;
 }
 
 void TaskGraph::forget(uint64_t buffer) {
   std::lock_guard lock(mutex_);
-  tracker_.forget(buffer);
+  for (RunPart& part : runs_)
+    part.tracker->forget(buffer);
 }
 
 void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<ByteUse>& uses,
                     const std::vector<uint64_t>& after) {
   std::lock_guard lock(mutex_);
-  if (!first_error_.empty()) throw RemoteFailure("this run already failed: " + first_error_);
+  RunPart& run = runs_.back();
+  if (!run.first_error.empty()) throw RemoteFailure("this run already failed: " + run.first_error);
   const uint64_t id = next_id_;
   for (uint64_t a : after) {
-    if (a < first_id_ || a >= id) {
+    if (a < run.first_id || a >= id) {
       throw InvalidArgument("task '" + std::string(task->name) + "': after={" + std::to_string(a) +
                             "} is not an earlier task of this run");
     }
@@ -52,7 +158,7 @@ void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<By
   ++next_id_;
   task->id = id;
   std::vector<uint64_t>& before = task->deps;  // a pooled state's vector: no allocation
-  tracker_.add(id, uses, before);
+  run.tracker->add(id, uses, before);
   if (!after.empty()) {
     before.insert(before.end(), after.begin(), after.end());
     std::sort(before.begin(), before.end());
@@ -60,7 +166,8 @@ void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<By
   }
   run_tasks_.push_back(task);
   outcomes_.push_back(Outcome::kPending);
-  count_outstanding(+1);
+  ++run.outstanding;
+  if (runs_.size() == 1) outstanding_.store(run.outstanding, std::memory_order_release);
   for (uint64_t d : task->deps) {
     const auto& predecessor = run_tasks_[d - first_id_];
     if (predecessor == nullptr) continue;  // it succeeded (a failure ends the run's submits)
@@ -88,6 +195,10 @@ bool TaskGraph::streams_behind(const TaskState& predecessor, const TaskState& ta
 
 void TaskGraph::make_ready(const std::shared_ptr<TaskState>& task) {
   task->status = TaskStatus::kReady;
+  if (held_back(*task)) {  // its run executes once the earlier ones have ended
+    part_of(task->id).held.push_back(task);
+    return;
+  }
   task->ready_sequence = ++ready_counter_;
   if (task->sub) {
     sub_ready_(task);
@@ -127,12 +238,13 @@ void TaskGraph::complete(const std::shared_ptr<TaskState>& task, bool ok,
   task->stream.before.clear();  // (posting cleared it; a task never posted still holds it)
   run_tasks_[task->id - first_id_].reset();  // a finished state goes back to the pool
   outcomes_[task->id - first_id_] = ok ? Outcome::kDone : Outcome::kFailed;
-  count_outstanding(-1);
+  count_done(*task);
   finished_.store(finished_.load(std::memory_order_relaxed) + 1, std::memory_order_release);
   if (!ok) {
     task->error = error;
     task->status = TaskStatus::kFailed;
-    if (first_error_.empty()) first_error_ = error;
+    RunPart& run = part_of(task->id);
+    if (run.first_error.empty()) run.first_error = error;
     skip_dependents(
         *task, "task " + std::to_string(task->id) + " ('" + std::string(task->name) + "') failed");
     return;
@@ -163,7 +275,7 @@ void TaskGraph::skip_dependents(const TaskState& task, const std::string& why) {
     next->stream.before.clear();  // else it and its streamed predecessor hold each other
     run_tasks_[next->id - first_id_].reset();  // `next` itself is held by task.dependents
     outcomes_[next->id - first_id_] = Outcome::kSkipped;
-    count_outstanding(-1);
+    count_done(*next);
     skip_dependents(*next, why);
   }
 }
@@ -205,6 +317,10 @@ bool TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& ou
 void TaskGraph::take_groups(std::vector<uint32_t>& room, std::vector<Posting>& out) {
   while (!group_ready_.empty()) {
     const auto group = group_ready_.front();
+    if (terminal(group->status.load(std::memory_order_relaxed))) {
+      group_ready_.pop_front();  // cancelled while queued
+      continue;
+    }
     for (int w : group->workers) {
       const auto& queue = chip_ready_[w];
       const bool earlier_queued =

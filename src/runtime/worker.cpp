@@ -9,6 +9,8 @@
 #include "runtime/host_buffer.h"
 #include "runtime/protocol.h"
 #include "runtime/range_allocator.h"
+#include "runtime/run_pipeline.h"
+#include "runtime/sub_worker_pool.h"
 #include "runtime/worker_impl.h"
 #include "transport/team_state.h"
 
@@ -34,6 +36,11 @@ WorkerImpl::WorkerImpl(int& argc, char**& argv, WorkerOptions options)
   }
   if (options_.num_sub_workers < 0 || options_.host_arena_bytes == 0) {
     throw InvalidArgument("WorkerOptions: num_sub_workers must be >= 0 and host_arena_bytes > 0");
+  }
+  if (options_.admission_depth < 1) {
+    throw InvalidArgument("WorkerOptions::admission_depth is " +
+                          std::to_string(options_.admission_depth) +
+                          "; at least 1 run must be admitted");
   }
 }
 
@@ -71,6 +78,8 @@ void WorkerImpl::init() {
       shares_core[c] = context_->shares_core_with(c + 1);
     scheduler_ = std::make_unique<Scheduler>(
         HostServices{*team_, options_, kernels_, context_->timeout(), std::move(shares_core)});
+    pipeline_ = std::make_shared<runtime::RunPipeline>(*scheduler_, options_.admission_depth);
+    scheduler_->set_catch_up([pipeline = pipeline_.get()] { pipeline->catch_up(); });
   } else {
     chip_ = std::make_unique<ChipService>(*team_, kernels_, context_, rank_);
     runtime::install_crash_report(rank_, rank_ - 1);
@@ -78,44 +87,48 @@ void WorkerImpl::init() {
   state_ = State::kReady;
 }
 
-void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
-  check_state(State::kReady, "run");
-  if (in_run_) throw InvalidState("run: called inside a run (from its own body or a task)");
+std::shared_ptr<RunRecord> WorkerImpl::start_run(const std::function<void(Orchestrator&)>& body,
+                                                 const char* operation) {
+  check_state(State::kReady, operation);
+  if (in_run_ || runtime::SubWorkerPool::on_sub_worker()) {
+    throw InvalidState(std::string(operation) +
+                       ": called inside a run (from its own body or a task)");
+  }
   run_thread_ = std::this_thread::get_id();
   in_run_ = true;
   struct RunEnds {
     std::atomic<bool>& in_run;
     ~RunEnds() { in_run = false; }
   } run_ends{in_run_};
-  if (!is_host()) return chip_->serve_run();
-  scheduler_->begin_run();
-  std::exception_ptr body_error;
-  try {
-    Orchestrator orchestrator = scheduler_->orchestrator();
-    body(orchestrator);
-  } catch (...) {
-    body_error = std::current_exception();
+  if (!is_host()) {
+    chip_->serve_run();
+    auto record = std::make_shared<RunRecord>();
+    record->ended = true;
+    return record;
   }
-  try {
-    scheduler_->end_run();
-  } catch (...) {
-    if (!body_error) throw;
-  }
-  if (body_error) std::rethrow_exception(body_error);
+  return pipeline_->submit(body);
+}
+
+void WorkerImpl::run(const std::function<void(Orchestrator&)>& body) {
+  auto record = start_run(body, "run");
+  if (is_host()) pipeline_->wait(*record, std::nullopt);
+}
+
+RunHandle WorkerImpl::submit(const std::function<void(Orchestrator&)>& body) {
+  return RunHandle(start_run(body, "submit"));
 }
 
 void WorkerImpl::check_not_from_task(const char* operation) const {
-  if (in_run_ && std::this_thread::get_id() != run_thread_) {
+  if (runtime::SubWorkerPool::on_sub_worker() ||
+      (in_run_ && std::this_thread::get_id() != run_thread_)) {
     throw InvalidState(std::string(operation) +
                        ": called from a task; call it from the orchestration body or between "
                        "runs");
   }
 }
 
-void WorkerImpl::drain_timed_out_run(const char*) {
-  if (state_ == State::kReady && is_host() && !in_run_ && scheduler_->run_timed_out()) {
-    scheduler_->drain_timed_out_run();  // the chips leave that run first (or Timeout)
-  }
+void WorkerImpl::drain_runs() {
+  if (state_ == State::kReady && is_host() && !in_run_) pipeline_->drain();
 }
 
 const runtime::Scheduler& WorkerImpl::host_scheduler(const char* operation) const {
@@ -154,16 +167,16 @@ void WorkerImpl::release_buffer(HostBuffer& buffer) {
     state->released = true;
     return;
   }
-  drain_timed_out_run("release_buffer");  // then no run in flight can still name it
-  scheduler_->release_buffer(buffer);
+  scheduler_->release_buffer(buffer);  // InvalidState while a run in flight names it
 }
 
 void WorkerImpl::close() {
   if (state_ == State::kClosed) return;
-  if (state_ == State::kReady && is_host() && scheduler_->run_timed_out()) end_timed_out_run();
+  if (state_ == State::kReady && is_host()) end_runs_at_close();
   if (state_ == State::kReady) {
     if (is_host()) scheduler_->announce_close();
     if (!is_host()) chip_->wait_for_close();
+    pipeline_.reset();
     scheduler_.reset();
     chip_.reset();
     team_->close();
@@ -172,13 +185,13 @@ void WorkerImpl::close() {
   state_ = State::kClosed;
 }
 
-// close() after a run that timed out: its late tasks get one more timeout to finish, so the
-// chips leave the run and close with the host. If they still do not, the chips are inside a
+// close() ends the runs in flight. A run that timed out gets one more timeout to finish, so
+// the chips leave it and close with the host. If it still does not, the chips are inside a
 // kernel that never returns and no collective close can complete: the job ends here, with the
 // reason, rather than hang in MPI_Finalize.
-void WorkerImpl::end_timed_out_run() {
+void WorkerImpl::end_runs_at_close() {
   try {
-    scheduler_->drain_timed_out_run();
+    pipeline_->drain();
   } catch (const Error& e) {
     log::error("close: ", e.what(), "; ending the job (MPI_Abort)");
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -209,6 +222,9 @@ void Worker::init() {
 }
 void Worker::run(const std::function<void(Orchestrator&)>& body) {
   impl_->run(body);
+}
+RunHandle Worker::submit(const std::function<void(Orchestrator&)>& body) {
+  return impl_->submit(body);
 }
 void Worker::close() {
   impl_->close();

@@ -15,6 +15,7 @@
 #include "rankflow/team.h"
 #include "runtime/chip_service.h"
 #include "runtime/kernel_table.h"
+#include "runtime/run_pipeline.h"
 #include "runtime/scheduler.h"
 #include "transport/context.h"
 
@@ -32,6 +33,7 @@ class WorkerImpl {
   void unregister(bool sub, uint32_t fn, const char* operation);
   void init();
   void run(const std::function<void(Orchestrator&)>& body);
+  RunHandle submit(const std::function<void(Orchestrator&)>& body);
   void close();
 
   bool is_host() const { return rank_ == 0; }
@@ -49,25 +51,30 @@ class WorkerImpl {
   // InvalidState when called from a task during a run (a sub-worker thread, or a kernel):
   // only the body's own thread may change what the run's tasks see.
   void check_not_from_task(const char* operation) const;
-  // A run that timed out is finished first (its late tasks end, the chips leave it), or Timeout.
-  void drain_timed_out_run(const char* operation);
+  // Every run in flight ends first (a timed-out one's late tasks finish, the chips leave it),
+  // or Timeout; their errors stay with their handles.
+  void drain_runs();
+  // A chip serves the run (its body is the host's); the host admits it.
+  std::shared_ptr<RunRecord> start_run(const std::function<void(Orchestrator&)>& body,
+                                       const char* operation);
   std::vector<uint64_t> gather_words(uint64_t first, uint64_t second, const std::string& operation);
   template <typename Change, typename Undo>
   auto change_registrations(const std::string& operation, Change change, Undo undo);
   void agree_on_registrations(const std::string& operation, std::exception_ptr local_error);
-  void end_timed_out_run();
+  void end_runs_at_close();
 
   std::shared_ptr<transport::Context> context_;
   WorkerOptions options_;
   int rank_ = 0;
   int size_ = 0;
   State state_ = State::kRegistering;
-  std::atomic<bool> in_run_{false};  // inside run(): registrations wait until it returns
-  std::thread::id run_thread_;       // the thread inside run()
+  std::atomic<bool> in_run_{false};  // inside a body (a chip: serving a run)
+  std::thread::id run_thread_;       // the thread inside it
   runtime::KernelTable kernels_;
   std::unique_ptr<Team> team_;
-  std::unique_ptr<runtime::Scheduler> scheduler_;  // host only
-  std::unique_ptr<runtime::ChipService> chip_;     // chips only
+  std::unique_ptr<runtime::Scheduler> scheduler_;   // host only
+  std::shared_ptr<runtime::RunPipeline> pipeline_;  // host only: the runs in flight
+  std::unique_ptr<runtime::ChipService> chip_;      // chips only
 };
 
 }  // namespace rankflow::detail

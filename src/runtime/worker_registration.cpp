@@ -21,7 +21,7 @@ void WorkerImpl::check_can_register(const char* operation) {
                        ": called inside a run; register and unregister between runs, on every "
                        "rank in the same order");
   }
-  drain_timed_out_run(operation);
+  drain_runs();  // the chips serve every run in flight before they get here
 }
 
 // Applies `change` to the kernel table; after init every rank then agrees on the result before

@@ -1,0 +1,131 @@
+// RunPipeline (see run_pipeline.h) and the public RunHandle. The thread that submits or waits.
+#include "runtime/run_pipeline.h"
+
+#include "common/log.h"
+#include "rankflow/error.h"
+#include "runtime/sub_worker_pool.h"
+#include "transport/progress.h"
+
+namespace rankflow::runtime {
+
+RunPipeline::RunPipeline(Scheduler& scheduler, int depth)
+    : scheduler_(scheduler), depth_(static_cast<size_t>(depth)) {}
+
+std::shared_ptr<detail::RunRecord> RunPipeline::submit(
+    const std::function<void(Orchestrator&)>& body) {
+  std::lock_guard lock(mutex_);
+  while (in_flight_.size() >= depth_)
+    end_front(std::nullopt);  // Timeout: the new run is not admitted, its body never runs
+  auto record = std::make_shared<detail::RunRecord>();
+  record->number = scheduler_.begin_run();
+  record->pipeline = weak_from_this();
+  in_flight_.push_back(record);
+  body_thread_ = std::this_thread::get_id();
+  in_body_ = true;
+  try {
+    Orchestrator orchestrator = scheduler_.orchestrator();
+    body(orchestrator);
+  } catch (const std::exception& e) {
+    in_body_ = false;
+    scheduler_.cancel_newest_run(std::string("the orchestration body threw: ") + e.what());
+    try {
+      wait(*record, std::nullopt);
+    } catch (const std::exception& ended) {  // the body's exception is the one to report
+      log::warn("run ", record->number, " after its body threw: ", ended.what());
+    }
+    throw;
+  } catch (...) {
+    in_body_ = false;
+    scheduler_.cancel_newest_run("the orchestration body threw");
+    try {
+      wait(*record, std::nullopt);
+    } catch (const std::exception& ended) {
+      log::warn("run ", record->number, " after its body threw: ", ended.what());
+    }
+    throw;
+  }
+  in_body_ = false;
+  return record;
+}
+
+void RunPipeline::wait(const detail::RunRecord& run,
+                       std::optional<std::chrono::nanoseconds> timeout) {
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  if (timeout) deadline = std::chrono::steady_clock::now() + *timeout;
+  std::lock_guard lock(mutex_);
+  while (!run.ended.load()) {
+    if (!end_front(deadline)) {
+      throw Timeout("RunHandle::wait: run " + std::to_string(run.number) + " did not end within " +
+                    transport::format_seconds(*timeout) +
+                    " (it keeps running: wait again, or close the worker)");
+    }
+  }
+  if (run.error) std::rethrow_exception(run.error);
+}
+
+void RunPipeline::drain() {
+  std::lock_guard lock(mutex_);
+  while (!in_flight_.empty())
+    end_front(std::nullopt);
+}
+
+void RunPipeline::catch_up() {
+  if (!in_body_ || std::this_thread::get_id() != body_thread_) return;
+  std::lock_guard lock(mutex_);
+  while (in_flight_.size() > 1)
+    end_front(std::nullopt);
+}
+
+bool RunPipeline::end_front(std::optional<std::chrono::steady_clock::time_point> deadline) {
+  std::string error;
+  if (!scheduler_.end_front_run(error, deadline)) return false;
+  const auto run = in_flight_.front();
+  in_flight_.pop_front();
+  if (!error.empty()) run->error = std::make_exception_ptr(RemoteFailure(error));
+  run->ended = true;
+  return true;
+}
+
+}  // namespace rankflow::runtime
+
+namespace rankflow {
+
+uint64_t RunHandle::number() const {
+  return record_ ? record_->number : 0;
+}
+
+bool RunHandle::done() const {
+  return record_ && record_->ended.load();
+}
+
+void RunHandle::wait() const {
+  if (!record_) throw InvalidState("RunHandle::wait on an empty handle");
+  if (runtime::SubWorkerPool::on_sub_worker()) {
+    throw InvalidState("RunHandle::wait: called from a task; wait from the program's own thread");
+  }
+  if (!record_->ended) {
+    const auto pipeline = record_->pipeline.lock();
+    if (!pipeline) throw InvalidState("RunHandle::wait: the worker that ran the run is closed");
+    pipeline->wait(*record_, std::nullopt);
+  }
+  if (record_->error) std::rethrow_exception(record_->error);
+}
+
+void RunHandle::wait(std::chrono::nanoseconds timeout) const {
+  if (timeout < std::chrono::nanoseconds::zero()) {
+    throw InvalidArgument("RunHandle::wait: a negative timeout (" +
+                          transport::format_seconds(timeout) + ")");
+  }
+  if (!record_) throw InvalidState("RunHandle::wait on an empty handle");
+  if (runtime::SubWorkerPool::on_sub_worker()) {
+    throw InvalidState("RunHandle::wait: called from a task; wait from the program's own thread");
+  }
+  if (!record_->ended) {
+    const auto pipeline = record_->pipeline.lock();
+    if (!pipeline) throw InvalidState("RunHandle::wait: the worker that ran the run is closed");
+    pipeline->wait(*record_, timeout);
+  }
+  if (record_->error) std::rethrow_exception(record_->error);
+}
+
+}  // namespace rankflow

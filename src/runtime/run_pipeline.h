@@ -1,0 +1,70 @@
+// RunPipeline: the host's runs in flight (Worker::submit), oldest first. It admits a run (up to
+// the admission depth, ending the oldest first when full), runs its body on the caller's
+// thread, and ends runs in order, each once every task of it is done, recording its result for
+// its RunHandle. Only the oldest run executes; the scheduler holds a later one's ready tasks
+// until then (task_graph.h). Whichever thread submits or waits ends runs, under one lock: the
+// body's thread, or another thread waiting on a handle while no body runs. Sub-worker threads
+// (tasks) never do.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "rankflow/runtime.h"
+#include "runtime/scheduler.h"
+
+namespace rankflow::runtime {
+class RunPipeline;
+}  // namespace rankflow::runtime
+
+namespace rankflow::detail {
+
+struct RunRecord {
+  uint64_t number = 0;
+  std::atomic<bool> ended{false};
+  std::exception_ptr error;  // set before `ended`: the run's first task error
+  std::weak_ptr<runtime::RunPipeline> pipeline;
+};
+
+}  // namespace rankflow::detail
+
+namespace rankflow::runtime {
+
+class RunPipeline : public std::enable_shared_from_this<RunPipeline> {
+ public:
+  RunPipeline(Scheduler& scheduler, int depth);
+
+  // Admits a run and runs its body; the body's exception cancels the run's unstarted tasks
+  // and propagates once the run has ended.
+  std::shared_ptr<detail::RunRecord> submit(const std::function<void(Orchestrator&)>& body);
+  // Ends runs in order until `run` has ended (see RunHandle::wait), then throws its error.
+  // `timeout`: Timeout if it has not ended by then; without one, Timeout once no task
+  // finished for the worker's timeout.
+  void wait(const detail::RunRecord& run, std::optional<std::chrono::nanoseconds> timeout);
+  // Ends every run in flight (their errors stay with their handles); Timeout if one is stuck.
+  void drain();
+  // The body waits for its own run's work: the runs before it end first. A no-op elsewhere.
+  void catch_up();
+  size_t in_flight() const { return in_flight_.size(); }
+  bool in_body() const { return in_body_.load(); }
+
+ private:
+  // Ends the oldest run in flight; false once `deadline` passed (it stays in flight).
+  bool end_front(std::optional<std::chrono::steady_clock::time_point> deadline);
+
+  Scheduler& scheduler_;
+  const size_t depth_;
+  std::recursive_mutex mutex_;  // held while a thread submits or ends runs
+  std::deque<std::shared_ptr<detail::RunRecord>> in_flight_;
+  std::atomic<bool> in_body_{false};
+  std::thread::id body_thread_;
+};
+
+}  // namespace rankflow::runtime
