@@ -99,10 +99,10 @@ bool RunHandle::done() const {
 }
 
 void RunHandle::wait() const {
-  if (!record_) throw InvalidState("RunHandle::wait on an empty handle");
   if (runtime::SubWorkerPool::on_sub_worker()) {
     throw InvalidState("RunHandle::wait: called from a task; wait from the program's own thread");
   }
+  if (!record_) throw InvalidState("RunHandle::wait on an empty handle");
   if (!record_->ended) {
     const auto pipeline = record_->pipeline.lock();
     if (!pipeline) throw InvalidState("RunHandle::wait: the worker that ran the run is closed");
@@ -116,10 +116,10 @@ void RunHandle::wait(std::chrono::nanoseconds timeout) const {
     throw InvalidArgument("RunHandle::wait: a negative timeout (" +
                           transport::format_seconds(timeout) + ")");
   }
-  if (!record_) throw InvalidState("RunHandle::wait on an empty handle");
   if (runtime::SubWorkerPool::on_sub_worker()) {
     throw InvalidState("RunHandle::wait: called from a task; wait from the program's own thread");
   }
+  if (!record_) throw InvalidState("RunHandle::wait on an empty handle");
   if (!record_->ended) {
     const auto pipeline = record_->pipeline.lock();
     if (!pipeline) throw InvalidState("RunHandle::wait: the worker that ran the run is closed");

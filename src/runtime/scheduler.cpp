@@ -277,7 +277,10 @@ Tensor Scheduler::alloc(std::vector<size_t> shape, DType dtype) {
       catch_up_();  // earlier runs in flight hold memory: they end first
       if (run_.in_flight < before) continue;
     }
-    if (!dispatcher_->wait_until([&] { return host_.has_released(); }, deadline)) {
+    const auto reclaimable = [&] {
+      return host_.has_released() || scopes_.any_reclaimable(graph_);
+    };
+    if (!dispatcher_->wait_until(reclaimable, deadline)) {
       throw Timeout("alloc: rank 0 (host) waited " + transport::format_seconds(limit) + " for " +
                     std::to_string(bytes) + " bytes of the host arena (" +
                     std::to_string(host_.used()) + " of " + std::to_string(host_.capacity()) +

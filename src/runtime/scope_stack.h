@@ -51,6 +51,13 @@ class ScopeStack {
       return true;
     });
   }
+  // Whether an ended scope's intermediate can be freed now (alloc waits for that too).
+  bool any_reclaimable(TaskGraph& graph) const {
+    for (const Ended& e : ended_) {
+      if (graph.all_finished(e.users)) return true;
+    }
+    return false;
+  }
   // The body returned: scopes it left open end with their run (its memory goes then).
   void body_ended() { open_.clear(); }
 

@@ -367,6 +367,75 @@ TEST(BadInput, RuntimeH) {
                 }
                 o.submit(g_k.noop, {}, 0);
               }),
+      // Asynchronous runs and scopes; with the lifecycle cases above, the reference's section 2
+      // (re-init, init after close, register after close, a bad handle, release while in use,
+      // wait with a negative timeout).
+      on_every_rank("WorkerOptions with an admission depth of 0", E::kInvalidArgument,
+                    {"WorkerOptions::admission_depth is 0; at least 1 run must be admitted"},
+                    [] { fresh({.admission_depth = 0}); }),
+      on_every_rank("submit before init", E::kInvalidState,
+                    {"submit: the worker is not initialised yet"},
+                    [] { fresh().submit([](Orchestrator&) {}); }),
+      on_every_rank("submit after close", E::kInvalidState, {"submit: the worker is closed"},
+                    [] {
+                      Worker w = fresh();
+                      w.close();
+                      w.submit([](Orchestrator&) {});
+                    }),
+      in_body("submit inside a run", E::kInvalidState,
+              {"submit: called inside a run (from its own body or a task)"},
+              [](Orchestrator&) { g_worker->submit([](Orchestrator&) {}); }),
+      on_every_rank("RunHandle wait with a negative timeout", E::kInvalidArgument,
+                    {"RunHandle::wait: a negative timeout (-0.001 s)"},
+                    [] {
+                      RunHandle run = g_worker->submit([](Orchestrator&) {});
+                      try {
+                        run.wait(-1ms);
+                      } catch (...) {
+                        run.wait();
+                        throw;
+                      }
+                    }),
+      on_every_rank("wait on an empty RunHandle", E::kInvalidState,
+                    {"RunHandle::wait on an empty handle"}, [] { RunHandle().wait(); }),
+      on_host("release_buffer while a submitted run names it", E::kInvalidState,
+              {"release_buffer: run", "names this buffer and is still in flight"},
+              [] {
+                HostBuffer b = g_worker->create_buffer(64);
+                RunHandle run = g_worker->submit([&](Orchestrator& o) {
+                  o.submit(g_k.sleepy, {in(b.tensor<float>({16}))}, 0);
+                });
+                try {
+                  g_worker->release_buffer(b);
+                } catch (...) {
+                  run.wait();
+                  g_worker->release_buffer(b);
+                  throw;
+                }
+                run.wait();
+              }),
+      in_body("scope_end with no scope open", E::kInvalidState, {"scope_end: no scope is open"},
+              [](Orchestrator& o) { o.scope_end(); }),
+      in_body("scopes nested past 64", E::kInvalidState,
+              {"scope_begin: 64 scopes are open already (the most that nest)"},
+              [](Orchestrator& o) {
+                for (int i = 0; i <= 64; ++i)
+                  o.scope_begin();
+              }),
+      in_body("an intermediate named after its scope ended", E::kInvalidArgument,
+              {"task 'noop': argument 0 is not a tensor of this run"},
+              [](Orchestrator& o) {
+                Tensor tmp;
+                {
+                  auto step = o.scope();
+                  tmp = o.alloc<float>({16});
+                }
+                o.submit(g_k.noop, {in(tmp)}, 0);
+              }),
+      in_task(
+          "RunHandle wait from a task", E::kInvalidState,
+          {"host sub-worker, sub 'probe_sub'", "RunHandle::wait: called from a task"},
+          [](TaskContext&) { RunHandle().wait(); }, in_sub),
       in_body("dump_dot to a path that cannot be written", E::kInvalidArgument,
               {"dump_dot: cannot write '/nonexistent/rankflow/graph.dot'"},
               [](Orchestrator& o) { o.dump_dot("/nonexistent/rankflow/graph.dot"); }),

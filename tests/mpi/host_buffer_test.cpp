@@ -19,7 +19,6 @@
 namespace rankflow::test {
 namespace {
 
-
 Worker* g_worker = nullptr;
 int* g_argc = nullptr;
 char*** g_argv = nullptr;
