@@ -40,7 +40,7 @@ fi
 # Only the programs the job runs.
 runtime_targets="rankflow_unit_tests runtime_test task_args_test runtime_scenarios_test
   domain_scenarios_test progress_rule chaos_runtime chaos_library late_registration_test
-  host_buffer_test sub_group_test async_run_test"
+  host_buffer_test sub_group_test async_run_test domain_buffer_test"
 case "$job" in
   asan) targets="$runtime_targets transport collectives algorithm_override collectives_stream
           embedding_test chip_death_test" ;;
@@ -80,7 +80,7 @@ case "$job" in
     ;;
   tsan)
     exclude='^chaos\.(staging|alloc|arena)_oom'  # TSan's shadow cannot live under the cap either
-    tests='^(unit|runtime\.np[23]|runtime\.args|runtime\.scenarios|runtime\.late_registration|runtime\.host_buffer|runtime\.sub_group|runtime\.async_run|domains\.scenarios|progress_thread\.np2|chaos\.)'
+    tests='^(unit|runtime\.np[23]|runtime\.args|runtime\.scenarios|runtime\.late_registration|runtime\.host_buffer|runtime\.sub_group|runtime\.async_run|runtime\.domain_buffer|domains\.scenarios|progress_thread\.np2|chaos\.)'
     ;;
 esac
 start=$(date +%s)

@@ -31,6 +31,8 @@
 
 #include "rankflow/communicator.h"
 #include "rankflow/team.h"
+#include "rankflow/tensor.h"
+#include "rankflow/types.h"
 
 namespace rankflow {
 
@@ -51,6 +53,16 @@ class Domain {
   size_t window_bytes() const;
   // Each named buffer's offset in every member's window.
   size_t buffer_offset(std::string_view buffer) const;
+  // Member `worker`'s copy of named buffer `buffer` as a 1-D Tensor of `dtype` over all of its
+  // bytes, for tasks on that worker (in, out, inout ... or copy_to / copy_from): they read and
+  // write it in place in the member's window, and dependencies on it (and on its views) are
+  // inferred as for any tensor, so a task that reads what a kernel put there waits for it. It
+  // lives for the domain's run. InvalidArgument for a buffer the domain lacks, a worker that is
+  // not a member, or a buffer whose size is not a multiple of dtype's; InvalidState after
+  // release(); at submit, InvalidArgument on another worker or a sub-worker.
+  Tensor buffer_tensor(std::string_view buffer, int worker, DType dtype = DType::kU8) const;
+  template <typename T>
+  Tensor buffer_tensor(std::string_view buffer, int worker) const;
   // Ends the handle now (further use is InvalidState); the memory goes after the run.
   void release();
   bool released() const;

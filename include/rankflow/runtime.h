@@ -46,10 +46,27 @@ class OrchestratorBackend;  // what an Orchestrator drives (the host's scheduler
 struct RunRecord;           // a submitted run's number and result
 }  // namespace detail
 
+// The reference's RuntimeEnv: what the task may use on its chip, each 0 for no bound. Checked
+// at submit (InvalidArgument naming the field): a task window is a power of two >= 4, a heap
+// >= 1024 bytes, a dependency pool >= 4, each at most INT32_MAX (the heap: 1 TiB).
+struct RuntimeEnv {
+  // Descriptors in flight on the task's chip when it is posted, itself included: it waits in
+  // its chip's FIFO until fewer than this many are (the chip's ring holds 16).
+  uint32_t ring_task_window = 0;
+  // Bytes the chip sets aside for the task: its scratch arena plus a staging copy of each of
+  // its host-memory arguments (staged where the host's window is not mapped). More is an
+  // InvalidArgument at submit.
+  uint64_t ring_heap = 0;
+  // Predecessors the task may have, inferred and explicit (finished ones too: the count does
+  // not depend on timing). More is an InvalidArgument at submit.
+  uint32_t ring_dep_pool = 0;
+};
+
 // Per-task settings that travel with the task to where it runs; validated at submit.
 struct CallConfig {
   int threads = 1;           // threads the chip may use for this task (1..256)
   size_t scratch_bytes = 0;  // per-task scratch arena the kernel allocates from (<= 1 GiB)
+  RuntimeEnv runtime_env{};
 };
 
 // What a kernel or sub callable sees: its arguments as typed spans, and where it runs. Tensor
@@ -400,6 +417,10 @@ Tensor Orchestrator::host_tensor(std::vector<size_t> shape) {
 template <typename T>
 Tensor Orchestrator::alloc(std::vector<size_t> shape) {
   return alloc(std::move(shape), dtype_of<T>());
+}
+template <typename T>
+Tensor Domain::buffer_tensor(std::string_view buffer, int worker) const {
+  return buffer_tensor(buffer, worker, dtype_of<T>());
 }
 template <typename T>
 Tensor HostBuffer::tensor(std::vector<size_t> shape, size_t byte_offset) const {

@@ -73,7 +73,6 @@ class ChipArgs {
            const ChipDomains& domains, int chip)
       : team_(team), spaces_(spaces), task_(task) {
     if (task.args.empty()) return;  // nothing to map or stage
-    const size_t arena = spaces.arena;
     bool fetched = false;
     staged_.resize(task.args.size());
     for (size_t i = 0; i < task.args.size(); ++i) {
@@ -84,26 +83,23 @@ class ChipArgs {
             {nullptr, 0, {}, access, {}, &domains.find(static_cast<uint32_t>(r.offset), chip)});
         continue;
       }
-      if (r.space == kChildSpace) {
-        check_arg(i, task.args[i], "child", spaces.child_bytes);
-      } else {
-        check_arg(i, task.args[i], "arena", spaces.arena_bytes);
-      }
-      std::byte* data = nullptr;
-      if (r.space == kChildSpace) {  // this chip's own child memory
-        data = team.local_ptr(spaces.child + r.offset);
-      } else {
-        data = static_cast<std::byte*>(team.remote_ptr(0, arena + r.offset));
-        if (data == nullptr && r.extent > 0) {
-          staged_[i].resize(r.extent);
-          data = staged_[i].data();
-          if (access != Access::kOutput) {
-            team.get(0, arena + r.offset, data, r.extent);
-            fetched = true;
-          }
-        }
-      }
       const DecodedArg& a = task.args[i];
+      std::byte* data = nullptr;
+      switch (space_kind(r.space)) {
+        case kDomainWindowSpace: {  // this chip's own window of a domain
+          Team& window = domains.find(space_domain(r.space), chip).team();
+          check_arg(i, a, "domain window", window.window_bytes());
+          data = window.local_ptr(r.offset);
+          break;
+        }
+        case kChildSpace:  // this chip's own child memory
+          check_arg(i, a, "child", spaces.child_bytes);
+          data = team.local_ptr(spaces.child + r.offset);
+          break;
+        default:
+          check_arg(i, a, "arena", spaces.arena_bytes);
+          data = host_arena(i, access, fetched);
+      }
       args_.push_back({data, r.bytes, Dims(a.shape, r.ndim), access, Dims(a.strides, r.ndim)});
     }
     if (fetched) team.flush();
@@ -132,6 +128,21 @@ class ChipArgs {
   std::vector<TaskContext::Arg> take() { return std::move(args_); }
 
  private:
+  // Argument `i` in the host's arena: in place through the mapped window, or staged (fetched
+  // unless it is only written).
+  std::byte* host_arena(size_t i, Access access, bool& fetched) {
+    const ArgRecord& r = task_.args[i].record;
+    const size_t at = spaces_.arena + r.offset;
+    auto* data = static_cast<std::byte*>(team_.remote_ptr(0, at));
+    if (data != nullptr || r.extent == 0) return data;
+    staged_[i].resize(r.extent);
+    if (access != Access::kOutput) {
+      team_.get(0, at, staged_[i].data(), r.extent);
+      fetched = true;
+    }
+    return staged_[i].data();
+  }
+
   TeamT& team_;
   const ArgSpaces& spaces_;
   const DecodedTask& task_;

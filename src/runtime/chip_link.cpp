@@ -26,7 +26,7 @@ void ChipLink::post(std::shared_ptr<TaskState> task, size_t member) {
   idle_.store(false, std::memory_order_relaxed);
   const size_t bytes = encode_task(*task, member, descriptor_slot(slot), deps);
   in_flight_[slot] = std::move(task);
-  put_slot(slot, bytes);
+  send([&] { put_slot(slot, bytes); });  // lost: it stays in flight, and the run stalls
 }
 
 // The streamed predecessors still unfinished, as DescHeader::ring_deps of the descriptor that

@@ -4,6 +4,12 @@
 // the completion records the chip writes into the host's window, keeps which task occupies each
 // slot, and ends a run with a marker. Used only by the thread that drives the chips (see
 // dispatcher.h), which serialises every call.
+//
+// A transfer to the chip that fails (a TransportError or Timeout from UCX: its process died and
+// the connection broke, as under UCX_TLS=tcp,self) marks the link lost: nothing more is sent
+// to the chip, its tasks stay in flight (no completion will come), and why_lost() says why, for
+// the run's stall message. Over mapped memory a dead chip's stores and loads never fail: only the
+// run's timeout finds it.
 #pragma once
 
 #include <atomic>
@@ -13,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "rankflow/error.h"
 #include "rankflow/team.h"
 #include "runtime/counter.h"
 #include "runtime/protocol.h"
@@ -33,7 +40,8 @@ class ChipLink {
   bool idle() const { return idle_.load(std::memory_order_relaxed); }
   // Posts member `member` of `task` into the next slot (room() > 0).
   void post(std::shared_ptr<TaskState> task, size_t member);
-  // Posts the end-of-run marker once a slot is free (collecting completions meanwhile).
+  // Posts the end-of-run marker once a slot is free (collecting completions meanwhile); none
+  // to a lost chip.
   template <typename OnDone>
   void post_end_of_run(OnDone&& on_done);
   // Reads every completion that arrived: on_done(task, ok, record) for each task (end-of-run
@@ -42,11 +50,19 @@ class ChipLink {
   template <typename OnDone>
   bool collect(OnDone&& on_done, bool want_records);
   // Tells the chip the host is alive (its wait for the next task restarts its deadline).
-  void beat() { team_.signal(chip_ + 1, kHeartbeatSignal); }
+  void beat() {
+    send([&] { team_.signal(chip_ + 1, kHeartbeatSignal); });
+  }
   // Tells the chip the host has begun closing the worker (see ChipService::wait_for_close).
-  void announce_close() { team_.signal(chip_ + 1, kClosingSignal); }
+  void announce_close() {
+    send([&] { team_.signal(chip_ + 1, kClosingSignal); });
+  }
   // The task in the oldest occupied slot, or null.
   const TaskState* oldest_in_flight() const;
+  // Whether a transfer to the chip failed, and why: written once by the driver, then published,
+  // so any thread may read it (a stall message).
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
+  const std::string& why_lost() const { return why_lost_; }
 
  private:
   // Where slot `slot`'s descriptor is encoded: straight into the chip's ring where its window
@@ -56,6 +72,9 @@ class ChipLink {
     return (mapped_ring_ != nullptr ? mapped_ring_ : unmapped_slots_.data()) + slot * kDescStride;
   }
   void put_slot(uint64_t slot, size_t bytes);
+  // Runs `transfer` unless the link is lost; a transfer that fails loses it.
+  template <typename Transfer>
+  void send(Transfer&& transfer);
   uint32_t ring_deps(TaskState& task, uint64_t sequence);
   Completion read_completion(uint64_t slot) const;
 
@@ -73,7 +92,23 @@ class ChipLink {
   uint64_t posted_ = 0;
   uint64_t completed_ = 0;
   std::atomic<bool> idle_{true};  // posted_ == completed_, published for idle()
+  std::atomic<bool> lost_{false};
+  std::string why_lost_;  // set before lost_
 };
+
+template <typename Transfer>
+void ChipLink::send(Transfer&& transfer) {
+  if (lost_.load(std::memory_order_relaxed)) return;
+  try {
+    transfer();
+    return;
+  } catch (const TransportError& e) {
+    why_lost_ = e.what();
+  } catch (const Timeout& e) {
+    why_lost_ = e.what();
+  }
+  lost_.store(true, std::memory_order_release);
+}
 
 template <typename OnDone>
 bool ChipLink::collect(OnDone&& on_done, bool want_records) {
@@ -102,6 +137,7 @@ bool ChipLink::collect(OnDone&& on_done, bool want_records) {
 
 template <typename OnDone>
 void ChipLink::post_end_of_run(OnDone&& on_done) {
+  if (lost()) return;  // nothing reaches it
   team_.wait_until(
       [&] {
         collect(on_done, false);
@@ -114,7 +150,8 @@ void ChipLink::post_end_of_run(OnDone&& on_done) {
   const uint64_t slot = posted_++ % kRingSlots;
   idle_.store(false, std::memory_order_relaxed);
   in_flight_[slot] = nullptr;
-  put_slot(slot, encode_end_of_run(descriptor_slot(slot)));
+  const size_t bytes = encode_end_of_run(descriptor_slot(slot));
+  send([&] { put_slot(slot, bytes); });
 }
 
 }  // namespace rankflow::runtime

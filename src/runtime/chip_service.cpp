@@ -4,10 +4,12 @@
 #include <functional>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "rankflow/error.h"
 #include "runtime/chip_args.h"
 #include "runtime/crash_report.h"
@@ -44,9 +46,30 @@ ChipService::ChipService(Team& team, const KernelTable& kernels,
 
 ChipService::~ChipService() = default;
 
-// Waits for descriptor `sequence`.
+// Waits for descriptor `sequence`, or for the host to close the worker while this run is open
+// (the host ends the job: WorkerImpl::tell_chips_the_job_ends).
 void ChipService::wait_for_descriptor(uint64_t sequence) {
-  wait_for_host([&] { return read_counter(team_, posted_) >= sequence; }, "its next task");
+  bool closing = false;
+  wait_for_host(
+      [&] {
+        if (read_counter(team_, posted_) >= sequence) return true;
+        // The closing signal comes after every descriptor of the run: read after it (acquire),
+        // the counter shows them all.
+        closing = team_.signal_value(kClosingSignal) > 0 && read_counter(team_, posted_) < sequence;
+        return closing;
+      },
+      "its next task");
+  if (closing) host_closed_during_run();
+}
+
+void ChipService::host_closed_during_run() const {
+  log::error("chip worker ", chip_, " (rank ", rank_, "): the host closed the worker while run ",
+             runs_,
+             " was still open here: the host ends the job after a run it could not finish "
+             "(its error says why), or this rank called run() more often than the host; "
+             "ending this process (MPI_Abort)");
+  MPI_Abort(MPI_COMM_WORLD, 1);
+  std::abort();  // MPI_Abort does not return
 }
 
 void ChipService::wait_for_close() {
@@ -83,7 +106,10 @@ void ChipService::run_kernel(const DecodedTask& task) {
   ChipArgs<Team> args(team_, *spaces_, task, domains_, chip_);
   TaskContext context(
       {chip_, h.task_id, static_cast<int>(h.group_rank), static_cast<int>(h.group_size)},
-      args.take(), task.scalars, CallConfig{static_cast<int>(h.threads), h.scratch_bytes});
+      args.take(), task.scalars,
+      CallConfig{static_cast<int>(h.threads),
+                 h.scratch_bytes,
+                 {h.ring_task_window, h.ring_heap, h.ring_dep_pool}});
   if (const BuiltinKernel* builtin = find_builtin(h.kernel)) {
     builtin->run(env_, context, task.payload);
   } else {
@@ -136,6 +162,7 @@ void ChipService::serve_run() {
   const size_t ring = t.offset("ring");
   const size_t completions = t.offset("completions");
   std::vector<Completion> records(kRingSlots);
+  ++runs_;
   // Idle chips wait for the host's next task for as long as RANKFLOW_TIMEOUT_S allows between
   // two descriptors; the host's orchestration body must keep submitting or end the run.
   for (;;) {

@@ -38,6 +38,8 @@ class ChipService {
 
  private:
   void wait_for_descriptor(uint64_t sequence);
+  // The host closed the worker while this chip's run is open: ends the process (MPI_Abort).
+  [[noreturn]] void host_closed_during_run() const;
   // Runs one task; fills `record` with its outcome.
   void run_task(const DecodedTask& task, Completion& record);
   void run_kernel(const DecodedTask& task);
@@ -52,6 +54,7 @@ class ChipService {
   bool host_shares_core_;  // the host is bound to this chip's core
   std::unique_ptr<ArgSpaces> spaces_;
   uint64_t sequence_ = 0;  // descriptors consumed so far
+  uint64_t runs_ = 0;      // runs served (the number of the one being served)
   size_t posted_;          // the host's count of descriptors posted here (local)
   CounterWriter done_;     // this chip's completions, in the host's window
   CounterWriter failed_;   // ... and how many of them failed

@@ -75,8 +75,8 @@ void DependencyTracker::BufferRecords::add(uint64_t task, const ByteUse& use) {
 }
 
 // `before` (cleared first) gets the earlier tasks, sorted, without duplicates.
-void DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses,
-                            std::vector<uint64_t>& before) {
+void DependencyTracker::find(uint64_t task, const std::vector<ByteUse>& uses,
+                             std::vector<uint64_t>& before) const {
   before.clear();
   for (const ByteUse& use : uses) {
     auto found = by_buffer_.find(use.buffer);
@@ -89,6 +89,11 @@ void DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses,
       if (overlaps(r.use, use)) depend(r.task, r.use.writes);
     });
   }
+  std::sort(before.begin(), before.end());
+  before.erase(std::unique(before.begin(), before.end()), before.end());
+}
+
+void DependencyTracker::record(uint64_t task, const std::vector<ByteUse>& uses) {
   for (const ByteUse& use : uses) {
     BufferRecords& records = by_buffer_.try_emplace(use.buffer, &pool_).first->second;
     // A write that covers a record depends on that record's task, so every later task that
@@ -96,8 +101,6 @@ void DependencyTracker::add(uint64_t task, const std::vector<ByteUse>& uses,
     if (use.writes && use.layout.ndim == 0) records.erase_covered_by(use);
     records.add(task, use);
   }
-  std::sort(before.begin(), before.end());
-  before.erase(std::unique(before.begin(), before.end()), before.end());
 }
 
 std::optional<UseConflict> find_conflict(std::span<const ByteUse> uses) {

@@ -30,7 +30,14 @@ class DependencyTracker {
   // Records `uses` of `task` and returns every earlier task it depends on (sorted, without
   // duplicates), finished ones included: the caller waits only for those still running, and
   // the graph dump shows them all. A record stays until a later write covers its bytes.
-  void add(uint64_t task, const std::vector<ByteUse>& uses, std::vector<uint64_t>& before);
+  void add(uint64_t task, const std::vector<ByteUse>& uses, std::vector<uint64_t>& before) {
+    find(task, uses, before);
+    record(task, uses);
+  }
+  // add() in two steps: the predecessors, then the records (so a caller may refuse the task
+  // in between, leaving nothing behind).
+  void find(uint64_t task, const std::vector<ByteUse>& uses, std::vector<uint64_t>& before) const;
+  void record(uint64_t task, const std::vector<ByteUse>& uses);
   std::vector<uint64_t> add(uint64_t task, const std::vector<ByteUse>& uses) {
     std::vector<uint64_t> before;
     add(task, uses, before);

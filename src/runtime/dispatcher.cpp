@@ -103,13 +103,27 @@ Dispatcher::~Dispatcher() {
 void Dispatcher::begin_run() {
   DriverRole role(*this);  // the scheduler thread may still be pumping a failed run's rest
   rounds_.last_beat = Clock::now();
+  executing_run_.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Dispatcher::announce_close() {
   DriverRole role(*this);
   for (ChipLink& link : links_)
     link.announce_close();
-  team_.flush();
+  flush_chips();
+}
+
+void Dispatcher::flush_chips() {
+  for (size_t failed = 0;; ++failed) {
+    try {
+      team_.flush();
+      return;
+    } catch (const TransportError&) {
+      // A dead chip's endpoint (its next transfer loses its link); the others' flushes are
+      // still pending, and the next call completes them.
+      if (failed == links_.size()) throw;
+    }
+  }
 }
 
 void Dispatcher::wake_scheduler_thread() {
@@ -287,23 +301,45 @@ bool Dispatcher::finish_run(std::optional<Clock::time_point> deadline) {
   auto on_done = [&](const std::shared_ptr<TaskState>&, bool, const Completion*) {};
   for (ChipLink& link : links_)
     link.post_end_of_run(on_done);
-  team_.flush();
+  flush_chips();
   return true;
 }
 
+// Names the run, and every chip with a task in flight (the oldest task first): when no task
+// finished for the limit, each of them is stalled, and the one whose chip died is among them.
+// A lost link (a transfer to its chip failed) adds why.
 std::string Dispatcher::describe_stall(const std::string& operation,
                                        std::chrono::nanoseconds limit) const {
-  std::string stuck;
+  std::vector<std::pair<const TaskState*, int>> stalled;  // (oldest task in flight, chip)
   for (const ChipLink& link : links_) {
-    const TaskState* t = link.oldest_in_flight();
-    if (t == nullptr) continue;
-    stuck = ", oldest in flight: task " + std::to_string(t->id) + " ('" + std::string(t->name) +
-            "') on chip worker " + std::to_string(link.chip()) + " (rank " +
-            std::to_string(link.chip() + 1) + ")";
-    break;
+    if (const TaskState* t = link.oldest_in_flight()) stalled.emplace_back(t, link.chip());
   }
-  return operation + ": rank 0 (host) saw no task finish for " + transport::format_seconds(limit) +
-         "; " + std::to_string(graph_.outstanding()) + " tasks outstanding" + stuck;
+  std::sort(stalled.begin(), stalled.end(),
+            [](const auto& a, const auto& b) { return a.first->id < b.first->id; });
+  const auto on_chip = [](const TaskState& t, int chip) {
+    return "task " + std::to_string(t.id) + " ('" + std::string(t.name) + "') on chip worker " +
+           std::to_string(chip) + " (rank " + std::to_string(chip + 1) + ")";
+  };
+  std::string text = operation + ": rank 0 (host) saw no task finish for " +
+                     transport::format_seconds(limit) + " in run " +
+                     std::to_string(executing_run_.load(std::memory_order_relaxed)) + "; " +
+                     std::to_string(graph_.outstanding()) + " tasks outstanding";
+  constexpr size_t kNamed = 4;  // chips named; the rest are counted
+  for (size_t i = 0; i < stalled.size() && i < kNamed; ++i) {
+    text += (i == 0   ? ", oldest in flight: "
+             : i == 1 ? "; also in flight: "
+                      : ", ") +
+            on_chip(*stalled[i].first, stalled[i].second);
+  }
+  if (stalled.size() > kNamed) {
+    text += " and on " + std::to_string(stalled.size() - kNamed) + " more chips";
+  }
+  for (const ChipLink& link : links_) {
+    if (!link.lost()) continue;
+    text += "; chip worker " + std::to_string(link.chip()) + " (rank " +
+            std::to_string(link.chip() + 1) + ") is unreachable: " + link.why_lost();
+  }
+  return text;
 }
 
 // Whether the body has stopped driving while work is outstanding.

@@ -46,6 +46,7 @@ class Dispatcher {
   Dispatcher(const Dispatcher&) = delete;
   Dispatcher& operator=(const Dispatcher&) = delete;
 
+  // The run that starts executing (each run once, in order: its number counts them).
   void begin_run();
   // Tells every chip the host is closing the worker (no run is open).
   void announce_close();
@@ -105,6 +106,9 @@ class Dispatcher {
   transport::Backoff fresh_backoff() const;
   friend class DriverRole;
   std::string describe_stall(const std::string& operation, std::chrono::nanoseconds limit) const;
+  // team_.flush() that goes on past a dead chip's failed endpoint (TransportError only when
+  // every try failed).
+  void flush_chips();
 
   Team& team_;
   TaskGraph& graph_;
@@ -128,6 +132,7 @@ class Dispatcher {
   std::condition_variable wake_;
   std::thread thread_;
   std::function<void(uint64_t)> before_wait_;
+  std::atomic<uint64_t> executing_run_{0};  // the number of the run executing (begin_run)
 };
 
 }  // namespace rankflow::runtime

@@ -10,6 +10,7 @@
 #include "api/communicator_internal.h"
 #include "rankflow/error.h"
 #include "rankflow/task_arg.h"
+#include "runtime/tensor_access.h"
 #include "transport/mpi_session.h"
 #include "transport/team_layout.h"
 #include "transport/team_state.h"
@@ -74,6 +75,26 @@ size_t Domain::buffer_offset(std::string_view buffer) const {
     if (s.buffers[i].name == buffer) return s.buffer_offsets[i];
   }
   throw InvalidArgument("domain '" + s.name + "' has no buffer '" + std::string(buffer) + "'");
+}
+
+Tensor Domain::buffer_tensor(std::string_view buffer, int worker, DType dtype) const {
+  const auto& s = live("buffer_tensor");
+  const int rank = rank_of(worker);
+  for (size_t i = 0; i < s.buffers.size(); ++i) {
+    if (s.buffers[i].name != buffer) continue;
+    const size_t bytes = s.buffers[i].bytes, element = dtype_size(dtype);
+    if (bytes % element != 0) {
+      throw InvalidArgument("Domain::buffer_tensor: buffer '" + std::string(buffer) + "' of " +
+                            std::to_string(bytes) + " bytes does not hold whole " +
+                            std::string(to_string(dtype)) + " elements");
+    }
+    const uint64_t id =
+        runtime::domain_buffer_id(s.id, static_cast<uint32_t>(rank), static_cast<uint32_t>(i));
+    return detail::TensorAccess::make(id, s.buffer_offsets[i], bytes, {bytes / element}, dtype,
+                                      nullptr, worker);
+  }
+  throw InvalidArgument("Domain::buffer_tensor: domain '" + s.name + "' has no buffer '" +
+                        std::string(buffer) + "'");
 }
 
 TaskArg domain_arg(const Domain& domain) {

@@ -42,6 +42,20 @@ namespace rankflow::runtime {
 
 using detail::DomainState;
 
+// A domain's named buffer as a Tensor (Domain::buffer_tensor) is its own allocation for the
+// dependency tracker: one id per domain, member and buffer, in a range BufferIds never reaches.
+constexpr uint64_t kDomainBufferBit = uint64_t{1} << 63;
+constexpr uint32_t kMaxDomainId = (1u << 24) - 1;  // travels in an ArgRecord's space (protocol.h)
+inline uint64_t domain_buffer_id(uint32_t domain, uint32_t rank, uint32_t buffer) {
+  return kDomainBufferBit | (uint64_t{domain} << 32) | (uint64_t{rank} << 8) | buffer;
+}
+inline bool is_domain_buffer(uint64_t id) {
+  return (id & kDomainBufferBit) != 0;
+}
+inline uint32_t domain_of_buffer(uint64_t id) {
+  return static_cast<uint32_t>((id & ~kDomainBufferBit) >> 32);
+}
+
 // The buffers a member's team holds: the named ones, then the rest of the window.
 std::vector<BufferSpec> domain_team_buffers(const std::vector<BufferSpec>& named,
                                             size_t window_bytes);

@@ -28,7 +28,16 @@ enum ArgSpace : uint32_t {
   kHostSpace = 0,    // the host's arena
   kChildSpace = 1,   // the running chip's child memory
   kDomainSpace = 2,  // no memory: `offset` is the id of a communication domain
+  // The running chip's window of a domain (a named buffer as a Tensor): `offset` is bytes from
+  // the window's start, and the domain's id travels in the space's upper 24 bits.
+  kDomainWindowSpace = 3,
 };
+inline uint32_t space_kind(uint32_t space) {
+  return space & 0xFF;
+}
+inline uint32_t space_domain(uint32_t space) {
+  return space >> 8;
+}
 
 // One tensor or domain argument as it travels: a fixed part, then `ndim` shape entries and
 // `ndim` strides (uint64 each).
@@ -62,6 +71,10 @@ struct DescHeader {
   // only if that one succeeded (the host posts a dependent task before its predecessor on the
   // same chip finishes; the chip runs its ring in order). Bits from kRingSlots - 1 up are 0.
   uint32_t ring_deps;
+  // CallConfig::runtime_env, as the kernel sees it (the host enforced it).
+  uint32_t ring_task_window;
+  uint32_t ring_dep_pool;
+  uint64_t ring_heap;
 };
 
 constexpr size_t kMaxPayloadBytes = 4096;

@@ -6,6 +6,7 @@
 
 #include "rankflow/error.h"
 #include "rankflow/team.h"
+#include "runtime/tensor_access.h"
 #include "transport/team_layout.h"
 
 namespace rankflow::runtime {
@@ -15,6 +16,10 @@ std::shared_ptr<DomainState> RunDomains::allocate(std::string name, std::vector<
                                                   std::vector<BufferSpec> buffers,
                                                   std::vector<std::byte>& payload) {
   DomainDesc desc = describe_domain(name, workers, window_bytes, buffers, chips_);
+  if (next_id_ > kMaxDomainId) {
+    throw InvalidState("allocate_domain('" + name + "'): this worker has allocated " +
+                       std::to_string(kMaxDomainId) + " domains, the most one worker can");
+  }
   if (submitted_) {
     throw InvalidState("allocate_domain('" + name +
                        "'): domains come before the run's first submit (chips build them "
@@ -43,12 +48,41 @@ std::shared_ptr<DomainState> RunDomains::allocate(std::string name, std::vector<
   return domain;
 }
 
+// A domain buffer's Tensor on `worker` (-1: a sub task): its domain is live in the run being
+// built and `worker` is the member whose copy it names.
+void RunDomains::check_buffer_use(const Tensor& t, std::string_view task, size_t position,
+                                  int worker, std::vector<uint64_t>& after) const {
+  const uint32_t id = domain_of_buffer(detail::TensorAccess::buffer(t));
+  const std::string which =
+      "task '" + std::string(task) + "': argument " + std::to_string(position);
+  const auto it =
+      std::find_if(domains_.begin(), domains_.end(), [&](const auto& d) { return d->id == id; });
+  if (it == domains_.end() || (*it)->released || (*it)->run != run_) {
+    throw InvalidArgument(which +
+                          " is a buffer of a domain that was released (a domain and its buffers "
+                          "live for the run that allocated it)");
+  }
+  const DomainState& domain = **it;
+  if (worker != t.home()) {
+    throw InvalidArgument(
+        which + " is chip worker " + std::to_string(t.home()) + "'s buffer of domain '" +
+        domain.name + "', but the task runs on " +
+        (worker < 0 ? std::string("a host sub-worker") : "chip worker " + std::to_string(worker)) +
+        "; copy it with copy_from, or name that worker's own buffer");
+  }
+  after.push_back(domain.creation_task);
+}
+
 void RunDomains::check_args(const std::vector<TaskArg>& args, std::string_view task, int worker,
                             std::vector<uint64_t>& after) const {
   size_t position = 0;
   for (const TaskArg& a : args) {
     if (a.kind == ArgKind::kScalar) continue;
     const size_t i = position++;
+    if (a.kind == ArgKind::kTensor && is_domain_buffer(detail::TensorAccess::buffer(a.tensor))) {
+      check_buffer_use(a.tensor, task, i, worker, after);
+      continue;
+    }
     if (a.kind != ArgKind::kDomain) continue;
     const auto& domain = DomainState::of(a.domain);
     if (!domain) {

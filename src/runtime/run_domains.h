@@ -34,6 +34,8 @@ class RunDomains {
                                         std::vector<std::byte>& payload);
   // Domain arguments of one member on `worker` (-1: a sub task): live domains of this run
   // that `worker` belongs to; appends their creation tasks to `after`.
+  // Tensors over a domain's buffers (Domain::buffer_tensor) are checked here too: the member
+  // whose copy it names runs the task.
   void check_args(const std::vector<TaskArg>& args, std::string_view task, int worker,
                   std::vector<uint64_t>& after) const;
   // After run `run`: the chips free its domains.
@@ -42,6 +44,9 @@ class RunDomains {
   std::map<std::string, Domain> live() const;
 
  private:
+  void check_buffer_use(const Tensor& t, std::string_view task, size_t position, int worker,
+                        std::vector<uint64_t>& after) const;
+
   int chips_;
   uint64_t run_ = 0;
   uint32_t next_id_ = 1;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 
 #include "common/env.h"
 #include "rankflow/error.h"
@@ -55,6 +56,39 @@ void check_config(const CallConfig& config, std::string_view name) {
   if (config.scratch_bytes > (size_t{1} << 30)) {
     throw InvalidArgument("task '" + std::string(name) + "': CallConfig::scratch_bytes " +
                           std::to_string(config.scratch_bytes) + " exceeds 1 GiB");
+  }
+  const RuntimeEnv& env = config.runtime_env;
+  const auto bad = [&](const char* field, uint64_t value, const char* rule) {
+    throw InvalidArgument("task '" + std::string(name) + "': CallConfig::runtime_env." + field +
+                          " is " + std::to_string(value) + "; it must be 0 (no bound) or " + rule);
+  };
+  const uint32_t window = env.ring_task_window;
+  if (window != 0 && (window < 4 || (window & (window - 1)) != 0 || window > INT32_MAX)) {
+    bad("ring_task_window", window, "a power of two >= 4");
+  }
+  if (env.ring_heap != 0 && (env.ring_heap < 1024 || env.ring_heap > (uint64_t{1} << 40))) {
+    bad("ring_heap", env.ring_heap, ">= 1024 bytes (and at most 1 TiB)");
+  }
+  if (env.ring_dep_pool != 0 && (env.ring_dep_pool < 4 || env.ring_dep_pool > INT32_MAX)) {
+    bad("ring_dep_pool", env.ring_dep_pool, "4 to INT32_MAX");
+  }
+}
+
+// CallConfig::runtime_env.ring_heap: the scratch arena and a staging copy of each host-memory
+// argument of one member must fit.
+void check_heap(const CallConfig& config, const std::vector<TaskArg>& args, std::string_view name) {
+  const uint64_t heap = config.runtime_env.ring_heap;
+  if (heap == 0) return;
+  uint64_t staged = 0;
+  for (const TaskArg& a : args) {
+    if (a.kind == ArgKind::kTensor && a.tensor.home() < 0) staged += a.tensor.extent_bytes();
+  }
+  if (config.scratch_bytes + staged > heap) {
+    throw InvalidArgument(
+        "task '" + std::string(name) + "': CallConfig::runtime_env.ring_heap of " +
+        std::to_string(heap) + " bytes cannot hold its scratch arena (" +
+        std::to_string(config.scratch_bytes) + " bytes) and the staging of its host arguments (" +
+        std::to_string(staged) + " bytes)");
   }
 }
 
@@ -398,6 +432,7 @@ std::shared_ptr<TaskState> Scheduler::enter(std::shared_ptr<TaskState> task,
   uses_.clear();
   for (size_t m = 0; m < t.member_args.size(); ++m) {
     check_counts(t.member_args[m], name);
+    check_heap(t.config, t.member_args[m], name);
     const int worker = t.sub ? -1 : t.workers[m];
     const size_t first = uses_.size();
     uses_of(t.member_args[m], name, worker, uses_);
@@ -449,9 +484,11 @@ void Scheduler::uses_of(const std::vector<TaskArg>& args, std::string_view name,
     if (a.kind == ArgKind::kDomain) continue;  // RunDomains::check_args
     const Tensor& t = a.tensor;
     auto which = [&] { return "task '" + std::string(name) + "': argument " + std::to_string(i); };
-    if (t.home() >= 0) {
+    const bool domain_buffer = is_domain_buffer(TensorAccess::buffer(t));  // RunDomains checks
+    if (t.home() >= 0 && !domain_buffer) {
       child_.check_use(t, worker, which());
-    } else if (TensorAccess::data(t) == nullptr || !host_.use(TensorAccess::buffer(t))) {
+    } else if (t.home() < 0 &&
+               (TensorAccess::data(t) == nullptr || !host_.use(TensorAccess::buffer(t)))) {
       throw InvalidArgument(which() +
                             " is not a tensor of this run (create it with host_tensor or alloc, "
                             "or name a live buffer of Worker::create_buffer)");

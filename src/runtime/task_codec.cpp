@@ -37,7 +37,10 @@ std::byte* encode_arg(const TaskArg& arg, std::byte* at) {
   r.bytes = t.bytes();
   r.extent = t.extent_bytes();
   r.ndim = static_cast<uint32_t>(t.shape().size());
-  r.space = t.home() >= 0 ? kChildSpace : kHostSpace;
+  const uint64_t buffer = TensorAccess::buffer(t);
+  r.space = is_domain_buffer(buffer) ? kDomainWindowSpace | domain_of_buffer(buffer) << 8
+            : t.home() >= 0          ? kChildSpace
+                                     : kHostSpace;
   r.element_bytes = static_cast<uint32_t>(dtype_size(t.dtype()));
   at = put(at, &r, sizeof(r));
   for (size_t d : t.shape()) {
@@ -67,6 +70,9 @@ size_t encode_task(const TaskState& task, size_t member, std::byte* out, uint32_
   h.group_size = static_cast<uint32_t>(task.workers.size());
   h.threads = static_cast<uint32_t>(task.config.threads);
   h.scratch_bytes = task.config.scratch_bytes;
+  h.ring_task_window = task.config.runtime_env.ring_task_window;
+  h.ring_dep_pool = task.config.runtime_env.ring_dep_pool;
+  h.ring_heap = task.config.runtime_env.ring_heap;
   h.ring_deps = ring_deps;
   std::byte* at = out + sizeof(DescHeader);
   for (const TaskArg& a : args) {
@@ -127,7 +133,10 @@ void decode_task(const std::byte* in, size_t available, DecodedTask& task) {
       malformed("argument " + std::to_string(i) + " with " + std::to_string(ndim) +
                 " dimensions past its end");
     }
-    if (a.record.space > kDomainSpace) malformed("argument " + std::to_string(i) + "'s space");
+    const uint32_t kind = space_kind(a.record.space);
+    if (kind > kDomainWindowSpace || (kind != kDomainWindowSpace && space_domain(a.record.space))) {
+      malformed("argument " + std::to_string(i) + "'s space " + std::to_string(a.record.space));
+    }
     if (a.record.access > static_cast<uint32_t>(Access::kNoDep)) {
       malformed("argument " + std::to_string(i) + "'s access " + std::to_string(a.record.access));
     }

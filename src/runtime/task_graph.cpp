@@ -155,15 +155,24 @@ void TaskGraph::add(const std::shared_ptr<TaskState>& task, const std::vector<By
                             "} is not an earlier task of this run");
     }
   }
-  ++next_id_;
-  task->id = id;
   std::vector<uint64_t>& before = task->deps;  // a pooled state's vector: no allocation
-  run.tracker->add(id, uses, before);
+  run.tracker->find(id, uses, before);
   if (!after.empty()) {
     before.insert(before.end(), after.begin(), after.end());
     std::sort(before.begin(), before.end());
     before.erase(std::unique(before.begin(), before.end()), before.end());
   }
+  if (const uint32_t pool = task->config.runtime_env.ring_dep_pool;
+      pool != 0 && before.size() > pool) {
+    throw InvalidArgument("task '" + std::string(task->name) + "' depends on " +
+                          std::to_string(before.size()) +
+                          " earlier tasks, more than its CallConfig::runtime_env.ring_dep_pool "
+                          "of " +
+                          std::to_string(pool));
+  }
+  run.tracker->record(id, uses);
+  ++next_id_;
+  task->id = id;
   run_tasks_.push_back(task);
   outcomes_.push_back(Outcome::kPending);
   ++run.outstanding;
@@ -302,6 +311,8 @@ bool TaskGraph::take_ready(std::vector<uint32_t>& room, std::vector<Posting>& ou
         continue;
       }
       if (next->ready_sequence >= hold) break;
+      const uint32_t window = next->config.runtime_env.ring_task_window;
+      if (window != 0 && kRingSlots - room[c] >= window) break;  // its chip is busy enough
       next->status = TaskStatus::kRunning;
       out.push_back({std::move(next), 0});
       queue.pop_front();

@@ -1,7 +1,9 @@
 // Worker lifecycle on every rank (registration, init, run, close) and the public Worker's
 // forwarding. Main thread of each rank; the host's scheduler lives in scheduler.cpp, the
 // chips' service loop in chip_service.cpp.
+#include <chrono>
 #include <functional>
+#include <thread>
 
 #include "common/log.h"
 #include "rankflow/error.h"
@@ -186,16 +188,43 @@ void WorkerImpl::close() {
 }
 
 // close() ends the runs in flight. A run that timed out gets one more timeout to finish, so
-// the chips leave it and close with the host. If it still does not, the chips are inside a
-// kernel that never returns and no collective close can complete: the job ends here, with the
-// reason, rather than hang in MPI_Finalize.
+// the chips leave it and close with the host. If it still does not, a chip is inside a kernel
+// that never returns, or dead, and no collective close can complete: the job ends here, with
+// the reason, rather than hang in MPI_Finalize.
 void WorkerImpl::end_runs_at_close() {
   try {
     pipeline_->drain();
   } catch (const Error& e) {
     log::error("close: ", e.what(), "; ending the job (MPI_Abort)");
+    tell_chips_the_job_ends();
     MPI_Abort(MPI_COMM_WORLD, 1);
   }
+}
+
+// Where the launcher outlives a rank (`mpirun --enable-recovery`) MPI_Abort ends only this
+// process. The chips waiting for their run's next task then see the host close while the run is
+// still open and end themselves (ChipService::wait_for_descriptor), rather than time out
+// (RANKFLOW_TIMEOUT_S) and wait again in a collective close that cannot complete. Best effort:
+// a chip inside a kernel does not look, a dead chip's transfer fails, and delivery (a flush,
+// over UCX without mapping) is given half a second.
+void WorkerImpl::tell_chips_the_job_ends() {
+  using Clock = std::chrono::steady_clock;
+  scheduler_->exclusively([&] {
+    for (int c = 0; c < chips(); ++c) {
+      try {
+        team_->signal(c + 1, runtime::kClosingSignal);
+      } catch (const Error&) {  // its endpoint failed: the dead chip
+      }
+    }
+    const auto until = Clock::now() + std::chrono::milliseconds(500);
+    while (Clock::now() < until) {
+      try {
+        if (team_->try_flush()) return;
+      } catch (const Error&) {  // a dead chip's flush; the others' go on
+      }
+      std::this_thread::yield();
+    }
+  });
 }
 
 }  // namespace rankflow::detail

@@ -62,6 +62,7 @@ class WorkerImpl {
   auto change_registrations(const std::string& operation, Change change, Undo undo);
   void agree_on_registrations(const std::string& operation, std::exception_ptr local_error);
   void end_runs_at_close();
+  void tell_chips_the_job_ends();
 
   std::shared_ptr<transport::Context> context_;
   WorkerOptions options_;

@@ -271,13 +271,24 @@ void Window::flush(int peer) {
 bool Window::try_flush() {
   if (closed_) return true;
   if (flushing_.empty()) {
+    // An endpoint that cannot flush (its peer is gone) fails the call only once the others
+    // were started: calling again completes them, so one dead peer loses no other's flush.
+    int failed = -1;
+    ucs_status_t failure = UCS_OK;
     for (int p = 0; p < size(); ++p) {
       if (!std::exchange(peers_[p].dirty, false)) continue;
       ucp_request_param_t param{};
       ucs_status_ptr_t request = ucp_ep_flush_nbx(peers_[p].ep, &param);
-      if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "flush: " + where(p));
+      if (UCS_PTR_IS_ERR(request)) {
+        if (failed < 0) {
+          failed = p;
+          failure = UCS_PTR_STATUS(request);
+        }
+        continue;
+      }
       if (request != nullptr) flushing_.push_back({request, p});
     }
+    if (failed >= 0) check_ucs(failure, "flush: " + where(failed));
     if (flushing_.empty()) {
       std::atomic_thread_fence(std::memory_order_seq_cst);
       return true;

@@ -59,7 +59,9 @@ class Window {
   // Non-blocking one-sided transfers through UCX. `src`/`dst` must stay valid until flush().
   void put(int peer, size_t offset, const void* src, size_t bytes);
   void get(int peer, size_t offset, void* dst, size_t bytes);
-  // Remote completion of every earlier put/get/atomic (to all peers, or to one).
+  // Remote completion of every earlier put/get/atomic (to all peers, or to one). When one
+  // endpoint fails (TransportError naming its peer), the other peers' flushes stay pending:
+  // calling again completes them.
   void flush();
   void flush(int peer);
   // Earlier puts and atomics are performed before later ones (to every peer).

@@ -17,6 +17,11 @@
 //   arena-oom      the host cannot allocate its arena (larger than its memory) while the chips
 //                  can allocate theirs: init() throws TransportError on every rank, naming who
 //                  failed, and the job ends normally.
+//   chip-death     under `mpirun --enable-recovery` (the job outlives a rank): chip 1 of 3 kills
+//                  itself mid-task, and the body then posts it another task; the host's run()
+//                  throws Timeout naming the chip, its task and the run, the tasks of chips 0
+//                  and 2 have finished, and close() ends the job (the surviving chips end when
+//                  the host tells them it closes). Needs 4 ranks.
 //
 //   mpirun -n 2 build/tests/chaos_runtime slow-kernel
 #include <signal.h>
@@ -201,6 +206,71 @@ int host_exit(rankflow::Worker& worker, rankflow::KernelHandle slow) {
   return fail("the chip's run returned after the host exited");
 }
 
+// Chips 0 and 2 each take about 0.2 s and write 7s; chip 1 dies after 0.1 s, mid-task.
+void work_a_while(rankflow::TaskContext& t) {
+  sleep_ms(200);
+  fill_seven(t);
+}
+
+void die_mid_task(rankflow::TaskContext&) {
+  sleep_ms(100);
+  raise(SIGKILL);
+}
+
+int chip_death(rankflow::Worker& worker, rankflow::KernelHandle work, rankflow::KernelHandle die,
+               rankflow::KernelHandle fill) {
+  if (worker.chips() != 3) return fail("chip-death needs 4 ranks (host + 3 chips)");
+  // A run before: the one that loses its chip is run 2, not the first.
+  if (!healthy_run(worker, fill)) return fail("the first run computed wrong");
+  rankflow::TaskHandle survivors[2];
+  rankflow::Tensor outputs[2];
+  rankflow::TaskHandle late;  // posted to chip 1 after it died
+  uint64_t dying = 0;
+  const auto start = Clock::now();
+  std::string caught;
+  try {
+    worker.run([&](rankflow::Orchestrator& orch) {
+      outputs[0] = orch.host_tensor<float>({16});
+      outputs[1] = orch.host_tensor<float>({16});
+      survivors[0] = orch.submit(work, {rankflow::out(outputs[0])}, 0);
+      dying = orch.submit(die, {}, 1).id();
+      survivors[1] = orch.submit(work, {rankflow::out(outputs[1])}, 2);
+      // Chip 1 is dead by the time these finish; the body goes on and posts to it.
+      survivors[0].wait();
+      survivors[1].wait();
+      late = orch.submit(fill, {rankflow::out(orch.host_tensor<float>({16}))}, 1);
+    });
+    // A surviving chip stays in the run until the job ends: it never gets the run's end.
+    return fail(worker.is_host() ? "the run returned normally" : "a chip left the run");
+  } catch (const rankflow::Timeout& e) {
+    caught = e.what();
+  } catch (const std::exception& e) {
+    return fail(std::string("unexpected error: ") + e.what());
+  }
+  const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+  std::printf("chaos chip-death: the host caught after %.2f s: %s\n", waited, caught.c_str());
+  const std::string task = "task " + std::to_string(dying) + " ('die_mid_task')";
+  for (const std::string& part :
+       {std::string("run 2"), std::string("chip worker 1 (rank 2)"), task})
+    if (!contains(caught, part)) return fail("the error lacks '" + part + "'");
+  if (waited > 2 * limit_s() + 2) return fail("the run took far longer than the limit");
+  if (late.done()) return fail("a task posted to the dead chip finished");
+  for (int i = 0; i < 2; ++i) {
+    if (!survivors[i].done()) return fail("a surviving chip's task did not finish");
+    try {
+      survivors[i].wait();
+    } catch (const std::exception& e) {
+      return fail(std::string("a surviving chip's task failed: ") + e.what());
+    }
+    for (float v : outputs[i].host<float>())
+      if (v != 7) return fail("a surviving chip's task wrote a wrong output");
+  }
+  std::printf("chaos chip-death: passed (chips 0 and 2 finished; closing ends the job)\n");
+  std::fflush(stdout);
+  worker.close();  // collective: cannot complete without chip 1, so it ends the job
+  return fail("close returned with a chip dead");
+}
+
 }  // namespace
 
 int arena_oom(int argc, char** argv) {
@@ -236,6 +306,8 @@ int main(int argc, char** argv) {
         worker.register_kernel("die", [](rankflow::TaskContext&) { kill(getpid(), SIGKILL); });
     auto exchange = worker.register_kernel("stall_exchange", stall_exchange);
     auto fill = worker.register_kernel("fill_seven", fill_seven);
+    auto work = worker.register_kernel("work_a_while", work_a_while);
+    auto die_mid = worker.register_kernel("die_mid_task", die_mid_task);
     worker.init();
     if (mode == "slow-kernel") return slow_kernel(worker, slow, fill);
     if (mode == "stuck-kernel") return stuck_kernel(worker, stuck);
@@ -243,6 +315,7 @@ int main(int argc, char** argv) {
     if (mode == "slow-close") return slow_close(worker, fill);
     if (mode == "sigkill") return sigkill(worker, die);
     if (mode == "host-exit") return host_exit(worker, slow);
+    if (mode == "chip-death") return chip_death(worker, work, die_mid, fill);
     return fail("unknown mode '" + mode + "'");
   } catch (const rankflow::Error& e) {
     return fail(e.what());

@@ -200,12 +200,17 @@ TEST(AsyncRun, ABodyThatThrowsCancelsTheUnstartedTasks) {
   g_gate_open = false;
   g_counted = 0;
   TaskHandle gated, after_gate;
+  std::thread opener;  // opens the gate once the task behind it was cancelled
   const auto body = [&](Orchestrator& orch) {
     auto flag = orch.host_tensor<float>({1});
     gated = orch.submit_sub(g_gate, {out(flag)});
     after_gate = orch.submit_sub(g_count, {in(flag)});  // waits for the gate: never starts
     orch.submit(g_add, {scalar(1.0f), inout(orch.host_tensor<float>({4}))}, 0);
-    g_gate_open = true;  // a gate that started finishes; one that did not is cancelled too
+    opener = std::thread([behind = after_gate] {
+      while (!behind.done())
+        std::this_thread::sleep_for(1ms);
+      g_gate_open = true;  // a gate that started finishes now; one that did not was cancelled
+    });
     throw Sentinel();
   };
   if (!g_worker->is_host()) {
@@ -218,6 +223,7 @@ TEST(AsyncRun, ABodyThatThrowsCancelsTheUnstartedTasks) {
   } catch (const Sentinel&) {
     caught = true;
   }
+  opener.join();
   EXPECT_TRUE(caught) << "the body's exception lost its type";
   EXPECT_EQ(g_counted.load(), 0) << "a task that had not started ran after the body threw";
   ASSERT_TRUE(after_gate.done());

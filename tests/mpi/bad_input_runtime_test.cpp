@@ -318,6 +318,48 @@ TEST(BadInput, RuntimeH) {
               [](Orchestrator& o) {
                 o.submit(g_k.noop, {}, 0, {}, {.scratch_bytes = size_t{2} << 30});
               }),
+      // CallConfig::runtime_env, as the reference's RuntimeEnv::validate, and its bounds.
+      in_body("a task window that is not a power of two", E::kInvalidArgument,
+              {"task 'noop': CallConfig::runtime_env.ring_task_window is 6; it must be 0 (no "
+               "bound) or a power of two >= 4"},
+              [](Orchestrator& o) {
+                o.submit(g_k.noop, {}, 0, {}, {.runtime_env = {.ring_task_window = 6}});
+              }),
+      in_body("a task window of 2", E::kInvalidArgument,
+              {"CallConfig::runtime_env.ring_task_window is 2"},
+              [](Orchestrator& o) {
+                o.submit(g_k.noop, {}, 0, {}, {.runtime_env = {.ring_task_window = 2}});
+              }),
+      in_body("a heap under 1024 bytes", E::kInvalidArgument,
+              {"CallConfig::runtime_env.ring_heap is 1023; it must be 0 (no bound) or >= 1024 "
+               "bytes"},
+              [](Orchestrator& o) {
+                o.submit(g_k.noop, {}, 0, {}, {.runtime_env = {.ring_heap = 1023}});
+              }),
+      in_body("a dependency pool under 4", E::kInvalidArgument,
+              {"CallConfig::runtime_env.ring_dep_pool is 3; it must be 0 (no bound) or 4 to "
+               "INT32_MAX"},
+              [](Orchestrator& o) {
+                o.submit_sub(g_k.noop_sub, {});
+                o.submit(g_k.noop, {}, 0, {}, {.runtime_env = {.ring_dep_pool = 3}});
+              }),
+      in_body("a task whose scratch and arguments exceed its heap", E::kInvalidArgument,
+              {"task 'noop': CallConfig::runtime_env.ring_heap of 2048 bytes cannot hold its "
+               "scratch arena (1024 bytes) and the staging of its host arguments (4096 bytes)"},
+              [](Orchestrator& o) {
+                auto x = o.host_tensor<float>({1024});
+                o.submit(g_k.noop, {in(x)}, 0, {},
+                         {.scratch_bytes = 1024, .runtime_env = {.ring_heap = 2048}});
+              }),
+      in_body("a task with more predecessors than its dependency pool", E::kInvalidArgument,
+              {"task 'noop' depends on 5 earlier tasks, more than its "
+               "CallConfig::runtime_env.ring_dep_pool of 4"},
+              [](Orchestrator& o) {
+                auto x = o.host_tensor<float>({5});
+                for (size_t i = 0; i < 5; ++i)
+                  o.submit(g_k.noop, {out(x.slice(0, i, i + 1))}, 0);
+                o.submit(g_k.noop, {in(x)}, 0, {}, {.runtime_env = {.ring_dep_pool = 4}});
+              }),
       in_body("a group whose CallConfig is out of range", E::kInvalidArgument,
               {"CallConfig::threads is -3"},
               [](Orchestrator& o) { o.submit_group(g_k.noop, {{}}, {0}, {}, {.threads = -3}); }),

@@ -25,11 +25,13 @@ struct Graph {
   int chip_work = 0;
   TaskGraph graph{2, [this](std::shared_ptr<TaskState> t) { subs.push_back(std::move(t)); },
                   [this] { ++chip_work; }};
+  Graph() { graph.begin_run(); }
 
   std::shared_ptr<TaskState> add(std::vector<int> workers, std::vector<ByteUse> uses,
-                                 std::vector<uint64_t> after = {}) {
+                                 std::vector<uint64_t> after = {}, CallConfig config = {}) {
     auto t = std::make_shared<TaskState>();
     t->name = "t";
+    t->config = config;
     t->sub = workers.empty();
     t->workers = std::move(workers);
     t->member_args.resize(std::max<size_t>(1, t->workers.size()));
@@ -170,8 +172,80 @@ TEST(TaskGraphTest, AfterMustNameAnEarlierTaskOfThisRun) {
   auto a = g.add({0}, {});
   EXPECT_THROW(g.add({0}, {}, {a->id + 5}), InvalidArgument);
   g.graph.finish(a, true, "");
+  g.graph.end_run();
   g.graph.begin_run();
   EXPECT_THROW(g.add({0}, {}, {a->id}), InvalidArgument);  // the previous run's
+}
+
+// Runs in flight (Worker::submit): a later run is built while the earlier one executes; its
+// ready tasks wait until that one has ended, and the two share no dependencies.
+TEST(TaskGraphTest, ALaterRunWaitsForTheEarlierOneAndDependsOnNothingInIt) {
+  Graph g;
+  auto a = g.add({0}, {write(1)});
+  g.graph.begin_run();
+  auto b = g.add({0}, {read(1)});
+  auto s = g.add({}, {});  // a sub task of the later run
+  EXPECT_THAT(b->deps, IsEmpty());
+  EXPECT_FALSE(g.graph.executing(b->id));
+  EXPECT_TRUE(g.graph.executing(a->id));
+  EXPECT_THAT(g.take(), ElementsAre(a->id * 10));
+  EXPECT_THAT(g.subs, IsEmpty());
+  EXPECT_EQ(g.graph.outstanding(), 1u);  // the executing run's
+  g.graph.finish(a, true, "");
+  EXPECT_EQ(g.graph.outstanding(), 0u);
+  EXPECT_THAT(g.take(), IsEmpty());  // held until the earlier run ends
+  g.graph.end_run();
+  EXPECT_EQ(g.graph.outstanding(), 2u);
+  EXPECT_THAT(g.take(), ElementsAre(b->id * 10));
+  ASSERT_EQ(g.subs.size(), 1u);
+  EXPECT_EQ(g.subs[0], s);
+}
+
+TEST(TaskGraphTest, CancelEndsTheNewestRunsUnstartedTasksOnly) {
+  Graph g;
+  auto running = g.add({0}, {write(1)});
+  EXPECT_THAT(g.take(), ElementsAre(running->id * 10));
+  auto waiting = g.add({1}, {read(1)});
+  auto queued = g.add({1}, {write(2)});
+  g.graph.cancel_unstarted("the body threw");
+  EXPECT_EQ(waiting->status.load(), TaskStatus::kSkipped);
+  EXPECT_EQ(queued->status.load(), TaskStatus::kSkipped);
+  EXPECT_EQ(queued->error, "cancelled: the body threw");
+  EXPECT_EQ(running->status.load(), TaskStatus::kRunning);
+  EXPECT_EQ(g.graph.outstanding(), 1u);
+  EXPECT_THAT(g.take(), IsEmpty());
+  g.graph.finish(running, true, "");
+  EXPECT_EQ(waiting->status.load(), TaskStatus::kSkipped);
+  EXPECT_EQ(g.graph.outstanding(), 0u);
+  EXPECT_EQ(g.graph.first_error(), "");  // cancelling is not a task failure
+}
+
+TEST(TaskGraphTest, ATaskWindowBoundsTheDescriptorsInFlightOnItsChip) {
+  Graph g;
+  const CallConfig window4{.runtime_env = {.ring_task_window = 4}};
+  for (int i = 0; i < 6; ++i)
+    g.add({0}, {}, {}, window4);
+  EXPECT_EQ(g.take().size(), 4u);                              // the 5th would make 5 in flight
+  EXPECT_EQ(g.take({kRingSlots - 4, kRingSlots}).size(), 0u);  // still 4 in flight
+  EXPECT_EQ(g.take({kRingSlots - 3, kRingSlots}).size(), 1u);  // one finished
+  auto plain = g.add({0}, {});  // no window: behind the last windowed one in the FIFO
+  EXPECT_EQ(g.take({kRingSlots - 1, kRingSlots}).size(), 2u);
+  (void)plain;
+}
+
+TEST(TaskGraphTest, ADependencyPoolBoundsThePredecessorsAndARefusedTaskLeavesNothing) {
+  Graph g;
+  std::vector<std::shared_ptr<TaskState>> writers;
+  for (uint64_t b = 1; b <= 5; ++b)
+    writers.push_back(g.add({0}, {write(b)}));
+  const CallConfig pool4{.runtime_env = {.ring_dep_pool = 4}};
+  const std::vector<ByteUse> all = {read(1), read(2), read(3), read(4), read(5)};
+  EXPECT_THROW(g.add({1}, all, {}, pool4), InvalidArgument);
+  auto next = g.add({1}, {write(1)});  // the refused reader left no record behind
+  EXPECT_THAT(next->deps, ElementsAre(writers[0]->id));
+  EXPECT_EQ(next->id, writers.back()->id + 1);
+  const CallConfig pool8{.runtime_env = {.ring_dep_pool = 8}};
+  EXPECT_EQ(g.add({1}, all, {}, pool8)->deps.size(), 5u);
 }
 
 }  // namespace
