@@ -58,7 +58,8 @@ struct RuntimeEnv {
   // InvalidArgument at submit.
   uint64_t ring_heap = 0;
   // Predecessors the task may have, inferred and explicit (finished ones too: the count does
-  // not depend on timing). More is an InvalidArgument at submit.
+  // not depend on timing; a domain argument adds the domain's creation). More is an
+  // InvalidArgument at submit.
   uint32_t ring_dep_pool = 0;
 };
 
@@ -247,24 +248,25 @@ class Orchestrator {
   // its Tensor. Scopes nest up to 64 deep (InvalidState past that, and for scope_end with none
   // open); scopes left open end with the run. scope() is the RAII form:
   //   { auto step = orch.scope(); auto tmp = orch.alloc<float>({n}); ... }  // tmp dies here
+  // A Scope ends its own scope (and any left open inside it); one ended already by hand, or
+  // with its run, leaves nothing to end.
   class Scope {
    public:
-    Scope(Scope&& other) noexcept : orch_(other.orch_) { other.orch_ = nullptr; }
+    Scope(Scope&& other) noexcept : orch_(other.orch_), token_(other.token_) {
+      other.orch_ = nullptr;
+    }
     Scope(const Scope&) = delete;
     Scope& operator=(const Scope&) = delete;
     Scope& operator=(Scope&&) = delete;
-    ~Scope() {  // a scope ended by hand already (scope_end) leaves nothing to end here
-      if (orch_ == nullptr) return;
-      try {
-        orch_->scope_end();
-      } catch (...) {
-      }
+    ~Scope() {
+      if (orch_ != nullptr) orch_->close_scope(token_);
     }
 
    private:
     friend class Orchestrator;
-    explicit Scope(Orchestrator& orch) : orch_(&orch) { orch.scope_begin(); }
+    explicit Scope(Orchestrator& orch) : orch_(&orch), token_(orch.open_scope()) {}
     Orchestrator* orch_;
+    uint64_t token_;
   };
   [[nodiscard]] Scope scope() { return Scope(*this); }
   void scope_begin();
@@ -278,6 +280,8 @@ class Orchestrator {
  private:
   friend class detail::OrchestratorBackend;
   explicit Orchestrator(detail::OrchestratorBackend& backend) : backend_(backend) {}
+  uint64_t open_scope();
+  void close_scope(uint64_t token) noexcept;
   detail::OrchestratorBackend& backend_;
 };
 
@@ -375,8 +379,8 @@ class Worker {
   // holds them), counting ones freed in the current run (reusable after it); InvalidArgument
   // for a worker out of range.
   size_t committed_child_memory(int worker) const;
-  // The communication domains of the current run that are not released, by name (empty
-  // between runs: domains end with their run).
+  // The communication domains of the newest run admitted that are not released, by name
+  // (empty once that run has ended: domains end with their run).
   std::map<std::string, Domain> live_domains() const;
 
  private:

@@ -104,6 +104,7 @@ void Dispatcher::begin_run() {
   DriverRole role(*this);  // the scheduler thread may still be pumping a failed run's rest
   rounds_.last_beat = Clock::now();
   executing_run_.fetch_add(1, std::memory_order_relaxed);
+  end_posted_.assign(links_.size(), false);
 }
 
 void Dispatcher::announce_close() {
@@ -281,9 +282,12 @@ bool Dispatcher::finish_run(std::optional<Clock::time_point> deadline) {
   uint64_t seen_wakeups = wakeups_.load();
   auto last_progress = Clock::now();
   transport::Backoff backoff = fresh_backoff();
+  uint32_t rounds = 0;
   while (graph_.outstanding() > 0) {
     if (pump()) {
       backoff = fresh_backoff();
+      // A timed wait on a run that keeps moving still gives up at its deadline.
+      if (deadline && (++rounds & 63) == 0 && Clock::now() >= *deadline) return false;
       continue;
     }
     if ((backoff.polls() & 63) == 0) {
@@ -298,9 +302,15 @@ bool Dispatcher::finish_run(std::optional<Clock::time_point> deadline) {
     }
     backoff.pause([&](std::chrono::microseconds d) { sleep_for_wakeup(d, seen_wakeups); });
   }
+  // Once per run: a finish retried after its flush threw (a dead chip) only flushes again, or a
+  // chip would end its next run at a second marker.
   auto on_done = [&](const std::shared_ptr<TaskState>&, bool, const Completion*) {};
-  for (ChipLink& link : links_)
-    link.post_end_of_run(on_done);
+  end_posted_.resize(links_.size(), false);
+  for (size_t c = 0; c < links_.size(); ++c) {
+    if (end_posted_[c]) continue;
+    links_[c].post_end_of_run(on_done);
+    end_posted_[c] = true;
+  }
   flush_chips();
   return true;
 }

@@ -132,6 +132,7 @@ class Dispatcher {
   std::condition_variable wake_;
   std::thread thread_;
   std::function<void(uint64_t)> before_wait_;
+  std::vector<bool> end_posted_;  // per chip: finish_run posted this run's end (driver role)
   std::atomic<uint64_t> executing_run_{0};  // the number of the run executing (begin_run)
 };
 

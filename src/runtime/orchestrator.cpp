@@ -171,6 +171,17 @@ void Orchestrator::scope_begin() {
   backend_.scope_begin();
 }
 
+uint64_t Orchestrator::open_scope() {
+  return backend_.scope_begin();
+}
+
+void Orchestrator::close_scope(uint64_t token) noexcept {
+  try {
+    backend_.scope_end(token);
+  } catch (...) {  // (a destructor's end: nothing to report it to)
+  }
+}
+
 void Orchestrator::scope_end() {
   backend_.scope_end();
 }

@@ -36,8 +36,9 @@ class OrchestratorBackend {
                                           const char* what) = 0;
   virtual Domain allocate_domain(std::string name, std::vector<int> workers, size_t window_bytes,
                                  std::vector<BufferSpec> buffers) = 0;
-  virtual void scope_begin() = 0;
+  virtual uint64_t scope_begin() = 0;  // the scope's token
   virtual void scope_end() = 0;
+  virtual void scope_end(uint64_t token) = 0;  // that scope (and any open inside it), if open
   virtual int chips() const = 0;
   virtual void dump_dot(const std::string& path) const = 0;
 

@@ -14,6 +14,7 @@ RunPipeline::RunPipeline(Scheduler& scheduler, int depth)
 std::shared_ptr<detail::RunRecord> RunPipeline::submit(
     const std::function<void(Orchestrator&)>& body) {
   std::lock_guard lock(mutex_);
+  poll_locked();
   while (in_flight_.size() >= depth_)
     end_front(std::nullopt);  // Timeout: the new run is not admitted, its body never runs
   auto record = std::make_shared<detail::RunRecord>();
@@ -52,7 +53,14 @@ void RunPipeline::wait(const detail::RunRecord& run,
                        std::optional<std::chrono::nanoseconds> timeout) {
   std::optional<std::chrono::steady_clock::time_point> deadline;
   if (timeout) deadline = std::chrono::steady_clock::now() + *timeout;
-  std::lock_guard lock(mutex_);
+  std::unique_lock lock(mutex_, std::defer_lock);
+  if (!deadline) {
+    lock.lock();
+  } else if (!lock.try_lock_until(*deadline)) {  // another thread is in a body or ending runs
+    throw Timeout("RunHandle::wait: run " + std::to_string(run.number) + " did not end within " +
+                  transport::format_seconds(*timeout) +
+                  " (another thread held the worker's runs: a body, or a wait)");
+  }
   while (!run.ended.load()) {
     if (!end_front(deadline)) {
       throw Timeout("RunHandle::wait: run " + std::to_string(run.number) + " did not end within " +
@@ -69,11 +77,26 @@ void RunPipeline::drain() {
     end_front(std::nullopt);
 }
 
-void RunPipeline::catch_up() {
-  if (!in_body_ || std::this_thread::get_id() != body_thread_) return;
+// Tasks never end runs (their sub-worker waits on); a thread other than the body's waits while
+// a body runs, since only the body's thread may touch what a run's end releases meanwhile.
+void RunPipeline::catch_up(const std::function<bool()>& executing) {
+  if (SubWorkerPool::on_sub_worker()) return;
+  if (in_body_ && std::this_thread::get_id() != body_thread_.load()) return;
   std::lock_guard lock(mutex_);
-  while (in_flight_.size() > 1)
+  while (!in_flight_.empty() && !executing())
     end_front(std::nullopt);
+}
+
+void RunPipeline::poll() {
+  if (SubWorkerPool::on_sub_worker()) return;
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (lock.owns_lock() && !in_body_) poll_locked();
+}
+
+void RunPipeline::poll_locked() {
+  while (!in_flight_.empty() && scheduler_.front_run_idle() &&
+         end_front(std::chrono::steady_clock::now())) {
+  }
 }
 
 bool RunPipeline::end_front(std::optional<std::chrono::steady_clock::time_point> deadline) {
@@ -95,7 +118,11 @@ uint64_t RunHandle::number() const {
 }
 
 bool RunHandle::done() const {
-  return record_ && record_->ended.load();
+  if (!record_) return false;
+  if (!record_->ended.load()) {  // a run whose tasks are all done ends here
+    if (const auto pipeline = record_->pipeline.lock()) pipeline->poll();
+  }
+  return record_->ended.load();
 }
 
 void RunHandle::wait() const {

@@ -50,21 +50,27 @@ class RunPipeline : public std::enable_shared_from_this<RunPipeline> {
   void wait(const detail::RunRecord& run, std::optional<std::chrono::nanoseconds> timeout);
   // Ends every run in flight (their errors stay with their handles); Timeout if one is stuck.
   void drain();
-  // The body waits for its own run's work: the runs before it end first. A no-op elsewhere.
-  void catch_up();
+  // A wait for work that only a later run can produce (a task's handle, arena memory): the runs
+  // before it end, oldest first, until `executing()` holds. A no-op on a sub-worker, and on a
+  // thread other than the body's while a body runs.
+  void catch_up(const std::function<bool()>& executing);
+  // Ends the runs at the front whose tasks are all done, if no other thread is submitting or
+  // ending runs (RunHandle::done).
+  void poll();
   size_t in_flight() const { return in_flight_.size(); }
   bool in_body() const { return in_body_.load(); }
 
  private:
   // Ends the oldest run in flight; false once `deadline` passed (it stays in flight).
   bool end_front(std::optional<std::chrono::steady_clock::time_point> deadline);
+  void poll_locked();
 
   Scheduler& scheduler_;
   const size_t depth_;
-  std::recursive_mutex mutex_;  // held while a thread submits or ends runs
+  std::recursive_timed_mutex mutex_;  // held while a thread submits or ends runs
   std::deque<std::shared_ptr<detail::RunRecord>> in_flight_;
   std::atomic<bool> in_body_{false};
-  std::thread::id body_thread_;
+  std::atomic<std::thread::id> body_thread_;
 };
 
 }  // namespace rankflow::runtime

@@ -181,7 +181,9 @@ Scheduler::Scheduler(HostServices services)
   dispatcher_ = std::make_shared<Dispatcher>(services.team, graph_, observers_, services.timeout,
                                              services.chip_shares_core);
   dispatcher_->set_before_wait([this](uint64_t task) {  // a handle of a run not executing yet
-    if (catch_up_ && !graph_.executing(task)) catch_up_();
+    if (catch_up_ && !graph_.executing(task)) {
+      catch_up_([&] { return graph_.executing(task); });
+    }
   });
 }
 
@@ -241,8 +243,8 @@ void Scheduler::close_run(uint64_t run) {
   observers_.run_ended(run);
 }
 
-void Scheduler::scope_begin() {
-  scopes_.begin();
+uint64_t Scheduler::scope_begin() {
+  return scopes_.begin();
 }
 
 void Scheduler::scope_end() {
@@ -250,11 +252,16 @@ void Scheduler::scope_end() {
   reclaim();
 }
 
+void Scheduler::scope_end(uint64_t token) {
+  scopes_.end_through(token, graph_, host_);
+  reclaim();
+}
+
 // The worker checked `bytes` against the arena's capacity (on every rank) and the handle.
 HostBuffer Scheduler::create_buffer(size_t bytes) {
   reclaim();  // intermediates whose last user finished give their memory back first
   auto state = std::make_shared<detail::HostBufferState>();
-  state->whole = host_.create_persistent(bytes);
+  state->whole = with_earlier_runs_ended([&] { return host_.create_persistent(bytes); });
   state->bytes = bytes;
   state->on_host = true;
   std::erase_if(buffers_, [](const auto& b) { return b.expired(); });
@@ -282,10 +289,25 @@ void Scheduler::reclaim() {
   scopes_.reclaim(graph_, host_, forget);
 }
 
+// Memory the earlier runs in flight hold comes back at their end: when `allocate` finds no
+// room (InvalidArgument) with runs before the newest still in flight, they end first and it
+// tries again.
+template <typename Allocate>
+Tensor Scheduler::with_earlier_runs_ended(Allocate&& allocate) {
+  try {
+    return allocate();
+  } catch (const InvalidArgument&) {
+    if (run_.in_flight <= 1 || !catch_up_) throw;
+  }
+  catch_up_([&] { return run_.in_flight <= 1; });
+  reclaim();
+  return allocate();
+}
+
 Tensor Scheduler::host_tensor(std::vector<size_t> shape, DType dtype) {
   const size_t bytes = checked_bytes(shape, dtype, "host_tensor");
   reclaim();
-  return host_.host_tensor(std::move(shape), dtype, bytes);
+  return with_earlier_runs_ended([&] { return host_.host_tensor(shape, dtype, bytes); });
 }
 
 // Waits for leases to come back while the arena is full, driving the run meanwhile.
@@ -308,7 +330,7 @@ Tensor Scheduler::alloc(std::vector<size_t> shape, DType dtype) {
       throw RemoteFailure("this run already failed: " + error);
     }
     if (const size_t before = run_.in_flight; before > 1 && catch_up_) {
-      catch_up_();  // earlier runs in flight hold memory: they end first
+      catch_up_([&] { return run_.in_flight <= 1; });  // earlier runs hold memory: they end
       if (run_.in_flight < before) continue;
     }
     const auto reclaimable = [&] {
@@ -326,7 +348,7 @@ Tensor Scheduler::alloc(std::vector<size_t> shape, DType dtype) {
 
 Tensor Scheduler::alloc_child(int worker, std::vector<size_t> shape, DType dtype) {
   const size_t bytes = checked_bytes(shape, dtype, "alloc_child_tensor");
-  return child_.alloc(worker, std::move(shape), dtype, bytes);
+  return with_earlier_runs_ended([&] { return child_.alloc(worker, shape, dtype, bytes); });
 }
 
 void Scheduler::free_child(const Tensor& base) {
@@ -442,13 +464,13 @@ std::shared_ptr<TaskState> Scheduler::enter(std::shared_ptr<TaskState> task,
     domains_.check_args(t.member_args[m], name, worker, after);
   }
   if (t.member_args.size() > 1) check_arguments(uses_, t.member_args, -1, name);
-  if (t.fn != kCreateDomainKernel) domains_.note_submit();
   task->name = name;
   task->driver = dispatcher_;
   {
     Dispatcher::Kicking kicking;  // this thread posts what became ready right below
     graph_.add(task, uses_, after);
   }
+  if (t.fn != kCreateDomainKernel) domains_.note_submit();  // once the graph took the task
   observers_.task_submitted(task);
   if (!t.sub) dispatcher_->kick();
   return task;
@@ -491,7 +513,8 @@ void Scheduler::uses_of(const std::vector<TaskArg>& args, std::string_view name,
                (TensorAccess::data(t) == nullptr || !host_.use(TensorAccess::buffer(t)))) {
       throw InvalidArgument(which() +
                             " is not a tensor of this run (create it with host_tensor or alloc, "
-                            "or name a live buffer of Worker::create_buffer)");
+                            "or name a live buffer of Worker::create_buffer; an alloc "
+                            "intermediate made in a scope dies at the scope's end)");
     }
     if (a.access == Access::kNoDep) continue;
     const size_t begin = TensorAccess::offset(t) - TensorAccess::alloc_begin(t);

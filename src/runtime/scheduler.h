@@ -72,12 +72,16 @@ class Scheduler : public detail::OrchestratorBackend {
   // Runs in flight (admitted and not ended), and the oldest one's number.
   size_t runs_in_flight() const { return run_.in_flight; }
   uint64_t front_run() const { return run_.front; }
-  // Called when the body waits for something only its own run can produce (a task's handle,
-  // arena memory) while earlier runs are still in flight: the pipeline ends them first.
-  void set_catch_up(std::function<void()> catch_up) { catch_up_ = std::move(catch_up); }
+  // Whether the oldest run in flight has no task left (end_front_run would not wait).
+  bool front_run_idle() const { return run_.in_flight > 0 && graph_.outstanding() == 0; }
+  // Called when a wait needs work of a run that does not execute yet (a task's handle, arena
+  // memory for the newest run): the pipeline ends the runs before it until `executing()`.
+  using CatchUp = std::function<void(const std::function<bool()>& executing)>;
+  void set_catch_up(CatchUp catch_up) { catch_up_ = std::move(catch_up); }
   // Scopes of the newest run (Orchestrator::scope_begin, scope_end).
-  void scope_begin() override;
+  uint64_t scope_begin() override;
   void scope_end() override;
+  void scope_end(uint64_t token) override;
   // Tells the chips that the worker is closing (they wait for it, hearing the heartbeats).
   void announce_close() { dispatcher_->announce_close(); }
   // Runs `work` (an MPI wait of the main thread between runs) with no other thread
@@ -119,6 +123,8 @@ class Scheduler : public detail::OrchestratorBackend {
                std::vector<ByteUse>& uses);
   void run_sub(const std::shared_ptr<TaskState>& task, int member, int index);
   void reclaim();
+  template <typename Allocate>
+  Tensor with_earlier_runs_ended(Allocate&& allocate);
   void close_run(uint64_t run);
 
   HostServices services_;
@@ -129,7 +135,7 @@ class Scheduler : public detail::OrchestratorBackend {
     size_t in_flight = 0;    // admitted, not ended
     bool timed_out = false;  // end_front_run threw Timeout: the front run is still open
   } run_;
-  std::function<void()> catch_up_;
+  CatchUp catch_up_;
   ScopeStack scopes_;
   BufferIds ids_;
   TaskPool tasks_;

@@ -81,7 +81,9 @@ void WorkerImpl::init() {
     scheduler_ = std::make_unique<Scheduler>(
         HostServices{*team_, options_, kernels_, context_->timeout(), std::move(shares_core)});
     pipeline_ = std::make_shared<runtime::RunPipeline>(*scheduler_, options_.admission_depth);
-    scheduler_->set_catch_up([pipeline = pipeline_.get()] { pipeline->catch_up(); });
+    scheduler_->set_catch_up([pipeline = pipeline_.get()](const std::function<bool()>& executing) {
+      pipeline->catch_up(executing);
+    });
   } else {
     chip_ = std::make_unique<ChipService>(*team_, kernels_, context_, rank_);
     runtime::install_crash_report(rank_, rank_ - 1);

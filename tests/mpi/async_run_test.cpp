@@ -257,6 +257,35 @@ TEST(AsyncRun, ABodyWaitingForItsOwnTaskEndsTheEarlierRunsFirst) {
   }
 }
 
+// done() alone ends a run whose tasks are all done: polling it needs no wait.
+TEST(AsyncRun, DoneTurnsTrueWithoutAWait) {
+  RunHandle run = g_worker->submit([&](Orchestrator& orch) { orch.submit_sub(g_count, {}); });
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!run.done() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_TRUE(run.done());
+  run.wait();
+}
+
+// A handle kept from a body that was held behind an earlier run: waiting on it after submit
+// returned ends the earlier run first.
+TEST(AsyncRun, WaitingOnAKeptHandleOfAHeldRunEndsTheRunsBeforeIt) {
+  g_gate_open = false;
+  g_counted = 0;
+  RunHandle first = g_worker->submit(
+      [&](Orchestrator& orch) { orch.submit_sub(g_gate, {out(orch.host_tensor<float>({1}))}); });
+  TaskHandle kept;
+  RunHandle second =
+      g_worker->submit([&](Orchestrator& orch) { kept = orch.submit_sub(g_count, {}); });
+  g_gate_open = true;
+  if (g_worker->is_host()) {
+    kept.wait();
+    EXPECT_TRUE(first.done());
+    EXPECT_EQ(g_counted.load(), 1);
+  }
+  second.wait();
+}
+
 // An intermediate of a scope goes back to the arena once its users are done, even while the
 // body keeps its Tensor: 8 steps of half the arena each fit only if every step's memory returns.
 TEST(Scope, IntermediatesAreReclaimedAtTheScopesEnd) {
@@ -317,6 +346,20 @@ TEST(Scope, NestedScopesEndInnermostFirst) {
   if (g_worker->is_host()) {
     EXPECT_EQ(outer_value, 4.0f);
   }
+}
+
+// A Scope ends its own scope only: one the body ended by hand leaves the enclosing one open.
+TEST(Scope, AScopeEndedByHandLeavesTheEnclosingOneToItsOwner) {
+  g_worker->run([&](Orchestrator& orch) {
+    orch.scope_begin();
+    Tensor outer = orch.alloc<float>({16});
+    {
+      auto inner = orch.scope();
+      orch.scope_end();                                   // ends `inner`'s scope by hand
+    }                                                     // `inner` has nothing left to end
+    orch.submit(g_add, {scalar(1.0f), inout(outer)}, 0);  // the outer scope is still open
+    orch.scope_end();
+  });
 }
 
 TEST(Scope, BadScopesAreInvalidState) {
