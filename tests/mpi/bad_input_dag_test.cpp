@@ -37,7 +37,8 @@ std::vector<TaskArg> scalars(size_t n) {
 TEST(BadInput, TaskArgH) {
   const std::string not_of_run =
       "argument 0 is not a tensor of this run (create it with host_tensor or alloc, or name a live "
-      "buffer of Worker::create_buffer)";
+      "buffer of Worker::create_buffer; an alloc intermediate made in a scope dies at the scope's "
+      "end)";
   struct Wide {
     double a, b;
   };
