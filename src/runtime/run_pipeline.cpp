@@ -7,6 +7,19 @@
 #include "transport/progress.h"
 
 namespace rankflow::runtime {
+namespace {
+
+bool lock_until(std::unique_lock<std::recursive_mutex>& lock,
+                std::chrono::steady_clock::time_point deadline) {
+  transport::Backoff backoff;
+  while (!lock.try_lock()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    backoff.pause();
+  }
+  return true;
+}
+
+}  // namespace
 
 RunPipeline::RunPipeline(Scheduler& scheduler, int depth)
     : scheduler_(scheduler), depth_(static_cast<size_t>(depth)) {}
@@ -56,7 +69,7 @@ void RunPipeline::wait(const detail::RunRecord& run,
   std::unique_lock lock(mutex_, std::defer_lock);
   if (!deadline) {
     lock.lock();
-  } else if (!lock.try_lock_until(*deadline)) {  // another thread is in a body or ending runs
+  } else if (!lock_until(lock, *deadline)) {  // another thread is in a body or ending runs
     throw Timeout("RunHandle::wait: run " + std::to_string(run.number) + " did not end within " +
                   transport::format_seconds(*timeout) +
                   " (another thread held the worker's runs: a body, or a wait)");

@@ -67,7 +67,9 @@ class RunPipeline : public std::enable_shared_from_this<RunPipeline> {
 
   Scheduler& scheduler_;
   const size_t depth_;
-  std::recursive_timed_mutex mutex_;  // held while a thread submits or ends runs
+  // Held while a thread submits or ends runs. A timed wait polls try_lock (a timed mutex's
+  // pthread_mutex_clocklock is invisible to GCC 12's ThreadSanitizer).
+  std::recursive_mutex mutex_;
   std::deque<std::shared_ptr<detail::RunRecord>> in_flight_;
   std::atomic<bool> in_body_{false};
   std::atomic<std::thread::id> body_thread_;
