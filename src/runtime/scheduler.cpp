@@ -230,9 +230,17 @@ bool Scheduler::end_front_run(std::string& first_error,
   run_.timed_out = false;
   first_error = graph_.first_error();
   close_run(run_.front);
-  graph_.end_run();  // the next run in flight executes: its held tasks become ready
+  {
+    Dispatcher::Kicking kicking;  // this thread posts the next run's held tasks right below
+    graph_.end_run();             // the next run in flight executes: its held tasks are ready
+  }
   ++run_.front;
-  if (--run_.in_flight > 0) dispatcher_->begin_run();
+  if (--run_.in_flight > 0) {
+    dispatcher_->begin_run();
+    // Posted now, not by the scheduler thread: on the host's one core that thread would wait
+    // for the body that runs next.
+    dispatcher_->kick();
+  }
   return true;
 }
 
