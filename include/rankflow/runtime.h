@@ -26,6 +26,7 @@
 #include <initializer_list>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -316,6 +317,7 @@ class RunHandle {
  private:
   friend class detail::WorkerImpl;
   explicit RunHandle(std::shared_ptr<detail::RunRecord> record) : record_(std::move(record)) {}
+  void wait_for(std::optional<std::chrono::nanoseconds> timeout) const;
   std::shared_ptr<detail::RunRecord> record_;
 };
 

@@ -39,27 +39,32 @@ std::shared_ptr<detail::RunRecord> RunPipeline::submit(
   try {
     Orchestrator orchestrator = scheduler_.orchestrator();
     body(orchestrator);
-  } catch (const std::exception& e) {
-    in_body_ = false;
-    scheduler_.cancel_newest_run(std::string("the orchestration body threw: ") + e.what());
-    try {
-      wait(*record, std::nullopt);
-    } catch (const std::exception& ended) {  // the body's exception is the one to report
-      log::warn("run ", record->number, " after its body threw: ", ended.what());
-    }
-    throw;
   } catch (...) {
     in_body_ = false;
-    scheduler_.cancel_newest_run("the orchestration body threw");
-    try {
-      wait(*record, std::nullopt);
-    } catch (const std::exception& ended) {
-      log::warn("run ", record->number, " after its body threw: ", ended.what());
-    }
+    cancel_after_body_threw(*record, std::current_exception());
     throw;
   }
   in_body_ = false;
   return record;
+}
+
+// The run's unstarted tasks are cancelled and its started ones finish; the body's exception is
+// the one the caller sees, so what ending the run says is only logged.
+void RunPipeline::cancel_after_body_threw(const detail::RunRecord& run,
+                                          const std::exception_ptr& thrown) {
+  std::string why = "the orchestration body threw";
+  try {
+    std::rethrow_exception(thrown);
+  } catch (const std::exception& e) {
+    why += std::string(": ") + e.what();
+  } catch (...) {
+  }
+  scheduler_.cancel_newest_run(why);
+  try {
+    wait(run, std::nullopt);
+  } catch (const std::exception& ended) {
+    log::warn("run ", run.number, " after its body threw: ", ended.what());
+  }
 }
 
 void RunPipeline::wait(const detail::RunRecord& run,
@@ -139,16 +144,7 @@ bool RunHandle::done() const {
 }
 
 void RunHandle::wait() const {
-  if (runtime::SubWorkerPool::on_sub_worker()) {
-    throw InvalidState("RunHandle::wait: called from a task; wait from the program's own thread");
-  }
-  if (!record_) throw InvalidState("RunHandle::wait on an empty handle");
-  if (!record_->ended) {
-    const auto pipeline = record_->pipeline.lock();
-    if (!pipeline) throw InvalidState("RunHandle::wait: the worker that ran the run is closed");
-    pipeline->wait(*record_, std::nullopt);
-  }
-  if (record_->error) std::rethrow_exception(record_->error);
+  wait_for(std::nullopt);
 }
 
 void RunHandle::wait(std::chrono::nanoseconds timeout) const {
@@ -156,6 +152,10 @@ void RunHandle::wait(std::chrono::nanoseconds timeout) const {
     throw InvalidArgument("RunHandle::wait: a negative timeout (" +
                           transport::format_seconds(timeout) + ")");
   }
+  wait_for(timeout);
+}
+
+void RunHandle::wait_for(std::optional<std::chrono::nanoseconds> timeout) const {
   if (runtime::SubWorkerPool::on_sub_worker()) {
     throw InvalidState("RunHandle::wait: called from a task; wait from the program's own thread");
   }

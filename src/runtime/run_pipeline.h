@@ -64,6 +64,7 @@ class RunPipeline : public std::enable_shared_from_this<RunPipeline> {
   // Ends the oldest run in flight; false once `deadline` passed (it stays in flight).
   bool end_front(std::optional<std::chrono::steady_clock::time_point> deadline);
   void poll_locked();
+  void cancel_after_body_threw(const detail::RunRecord& run, const std::exception_ptr& thrown);
 
   Scheduler& scheduler_;
   const size_t depth_;
