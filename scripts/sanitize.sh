@@ -2,8 +2,8 @@
 # CI's sanitizer jobs (issue 12). Usage: scripts/sanitize.sh asan|tsan [ctest args...]
 #
 #   asan  AddressSanitizer + UndefinedBehaviorSanitizer: the unit tests and the mpirun tests of
-#         the transport, the collectives, the DAG runtime and domains at 2-5 ranks, under both
-#         UCX transport settings.
+#         the transport, the collectives (registered buffers included), the DAG runtime and
+#         domains at 2-5 ranks, under both UCX transport settings.
 #   tsan  ThreadSanitizer on the host side: the scheduler, its sub-workers and the orchestrator
 #         (the runtime's tests), and library mode's progress thread. Reports from inside Open
 #         MPI and UCX are suppressed by tests/sanitizers/tsan.supp, each entry with its reason.
@@ -43,7 +43,7 @@ runtime_targets="rankflow_unit_tests runtime_test task_args_test runtime_scenari
   host_buffer_test sub_group_test async_run_test domain_buffer_test"
 case "$job" in
   asan) targets="$runtime_targets transport collectives algorithm_override collectives_stream
-          embedding_test chip_death_test" ;;
+          embedding_test chip_death_test registration" ;;
   tsan) targets="$runtime_targets" ;;
 esac
 start=$(date +%s)
@@ -72,7 +72,7 @@ case "$job" in
     # The memory-exhaustion chaos cases cap the address space, which ASan's shadow memory
     # cannot live under; they run in the default suite.
     exclude='^chaos\.(staging|alloc|arena)_oom'
-    tests='^(unit|transport\.np[23]|collectives\.np[23]|algorithm_override|collectives_stream|runtime\.|domains\.|embedding|chaos\.)'
+    tests='^(unit|transport\.np[23]|collectives\.np[23]|algorithm_override|collectives_stream|runtime\.|domains\.|embedding|registration|chaos\.)'
     # The unit tests run without MPI: leaks there are rankflow's own.
     ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=0/detect_leaks=1}" \
       ctest --test-dir "$build" --output-on-failure -R '^unit$'

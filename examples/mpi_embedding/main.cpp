@@ -38,8 +38,8 @@ int exercise(const rankflow::Communicator& comm, const char* name) {
   failures += check(std::equal(expected.begin(), expected.end(), buffer.as<float>().begin()),
                     comm.rank(), "in-place allreduce on symmetric memory");
 
-  // The same arrays registered, as a code that reuses them every iteration does: the staging
-  // window is made for them once, here.
+  // The same arrays registered, as a code that reuses them every iteration does: on one host
+  // their pages are shared with the other ranks here, and the allreduce runs on them in place.
   rankflow::RegisteredBuffer rin = comm.register_buffer(in.data(), n * sizeof(float));
   rankflow::RegisteredBuffer rout = comm.register_buffer(out.data(), n * sizeof(float));
   std::fill(out.begin(), out.end(), 0.0f);
@@ -47,6 +47,7 @@ int exercise(const rankflow::Communicator& comm, const char* name) {
   failures += check(out == expected, comm.rank(), "allreduce on registered buffers");
   comm.deregister(rin);
   comm.deregister(rout);
+  failures += check(out == expected, comm.rank(), "registered buffers keep their contents");
 
   std::vector<int> gathered(comm.size()), mpi_gathered(comm.size());
   const int mine = 100 + comm.rank();

@@ -88,13 +88,15 @@ class SymmetricBuffer {
 
 // The caller's own memory registered with a communicator (Communicator::register_buffer), as
 // NCCL's ncclCommRegister or UCC's mem_map register memory that collectives reuse every
-// iteration. It stays the caller's memory: a collective on it runs as on any plain buffer
-// (staged), except that the staging window was made large enough when it was registered, so
-// no collective on it grows the window (a collective window creation) on the way. On one host
-// that is all registration can buy without XPMEM: UCX can map into a peer only memory it
-// allocated itself (comm.alloc is that), and its software RMA on registered user memory reads
-// at a fraction of a staging copy (docs/collectives.md, "Registered buffers"); the same holds
-// under UCX_TLS=tcp,self. data() and bytes() after deregister are an InvalidArgument.
+// iteration. It stays the caller's memory at the caller's address. Where every member maps the
+// others' memory (one host, the default transports), its pages are shared with the members: a
+// collective whose send and recv are both registered runs in place on them, zero-copy, as on
+// alloc() memory (and under the same rule: every member passes the same offset into its k-th
+// registration). Over UCX_TLS=tcp,self (other hosts) it is registered with UCX in place and
+// runs in place too, through UCX's transfers. Memory that cannot be shared (a file mapping, the
+// stack, read-only pages) is staged on every member, with the staging window made large enough
+// at registration. docs/collectives.md, "Registered buffers", says what sharing does to the
+// pages. data() and bytes() after deregister are an InvalidArgument.
 class RegisteredBuffer {
  public:
   RegisteredBuffer() = default;
@@ -126,15 +128,21 @@ class Communicator {
   // Collective: `bytes` of symmetric memory on every member (zeroed).
   SymmetricBuffer alloc(size_t bytes) const;
   // Collective: registers `bytes` of the caller's own memory at `ptr` (members may register
-  // different sizes), which must stay valid until deregister. A null pointer, no bytes, more
-  // than 2^48 bytes, or an overlap with a live registration on any member is an
-  // InvalidArgument on every member. Memory cost: the staging window then holds two buffers
-  // (in and out) of the largest size any member registered, rounded up to a power of two, on
-  // every member (registering 1 GiB makes 2 GiB of window), until the communicator closes.
+  // different sizes), which must stay valid (not freed) until deregister or until the last
+  // handle goes. A null pointer, no bytes, more than 2^48 bytes, or an overlap with a live
+  // registration on any member is an InvalidArgument on every member. On one host the whole
+  // pages the buffer spans become shared memory, with their contents: other data on its first
+  // and last page keeps its value, but no other thread may write it while register_buffer or
+  // deregister runs, and a child forked meanwhile shares those pages with this process. Where
+  // the buffer is staged instead, the staging window holds two buffers (in and out) of the
+  // largest size any member registered, rounded up to a power of two, until the communicator
+  // closes.
   RegisteredBuffer register_buffer(void* ptr, size_t bytes) const;
-  // Ends the registration on this member (the memory stays the caller's); call it on every
-  // member, as register_buffer. A buffer already deregistered, or an empty handle, is an
-  // InvalidArgument.
+  // Ends the registration on this member: its pages are private memory again, with their
+  // contents (once no other registration, of any communicator, shares them). Call it on every
+  // member, as register_buffer, with no collective on the buffer in flight; dropping the last
+  // handle does the same, and so does close(). A buffer already deregistered, or an empty
+  // handle, is an InvalidArgument.
   void deregister(RegisteredBuffer& buffer) const;
 
   // `algorithm`: "auto" (RANKFLOW_ALLREDUCE, then the built-in table) or one of onephase,

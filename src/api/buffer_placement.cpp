@@ -8,6 +8,7 @@
 #include <string>
 #include <utility>
 
+#include "api/collective_context.h"
 #include "collectives/stage_copy.h"
 #include "common/log.h"
 #include "rankflow/error.h"
@@ -32,16 +33,6 @@ namespace {
 constexpr const char* kAdoptedInbox = "rankflow.inbox";
 constexpr const char* kAdoptedControl = "rankflow.collectives";
 
-std::unique_ptr<coll::CollContext> make_coll(const std::shared_ptr<transport::Context>& context,
-                                             MPI_Comm comm, std::vector<BufferSpec> buffers,
-                                             const char* name) {
-  int size = 0;
-  MPI_Comm_size(comm, &size);
-  buffers.push_back({"inbox", coll::CollContext::inbox_buffer_bytes(size), 64});
-  return std::make_unique<coll::CollContext>(transport::create_team(
-      context, comm, std::move(buffers), name, coll::CollContext::signal_slots_for(size)));
-}
-
 // A team over `team`'s window with its own control area and the inbox (collective_buffers()).
 Team collective_team_over(const Team& team) {
   using transport::TeamLayout;
@@ -62,6 +53,16 @@ Team collective_team_over(const Team& team) {
 
 }  // namespace
 
+std::unique_ptr<coll::CollContext> make_collective_context(
+    const std::shared_ptr<transport::Context>& context, MPI_Comm comm,
+    std::vector<BufferSpec> buffers, const char* name) {
+  int size = 0;
+  MPI_Comm_size(comm, &size);
+  buffers.push_back({"inbox", coll::CollContext::inbox_buffer_bytes(size), 64});
+  return std::make_unique<coll::CollContext>(transport::create_team(
+      context, comm, std::move(buffers), name, coll::CollContext::signal_slots_for(size)));
+}
+
 std::vector<BufferSpec> collective_buffers(int members) {
   const uint32_t slots = coll::CollContext::signal_slots_for(members);
   return {{kAdoptedInbox, coll::CollContext::inbox_buffer_bytes(members), 64},
@@ -70,7 +71,7 @@ std::vector<BufferSpec> collective_buffers(int members) {
 }
 
 BufferPlacement::BufferPlacement(std::shared_ptr<transport::Context> context, MPI_Comm comm)
-    : context_(std::move(context)), comm_(comm) {
+    : context_(std::move(context)), comm_(comm), registered_(context_, comm) {
   grow_staging(kMinStage);
 }
 
@@ -81,7 +82,7 @@ std::shared_ptr<SymmetricAllocation> BufferPlacement::alloc(size_t bytes) {
                           std::to_string(transport::TeamLayout::kMaxBufferBytes));
   }
   auto allocation = std::make_shared<SymmetricAllocation>();
-  allocation->coll = make_coll(context_, comm_, {{"data", bytes, 4096}}, "symmetric");
+  allocation->coll = make_collective_context(context_, comm_, {{"data", bytes, 4096}}, "symmetric");
   allocation->offset = allocation->coll->team().offset("data");
   allocation->bytes = bytes;
   allocation->base = allocation->coll->local(allocation->offset);
@@ -117,6 +118,12 @@ Placement BufferPlacement::place_pair(const void* send, size_t send_bytes, void*
     p.allocation = std::move(a);
     return p;
   }
+  if (registered_.holds(send, send_bytes, recv, recv_bytes)) {
+    p.context = &registered_.context();
+    p.src = registered_.offset_of(send, send_bytes);
+    p.dst = registered_.offset_of(recv, recv_bytes);
+    return p;
+  }
   coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
   ++staged_count_;
   p.context = &stage;
@@ -140,10 +147,12 @@ void BufferPlacement::set_timeout(std::chrono::nanoseconds timeout) {
   staging_->team().set_timeout(timeout);
   for (const auto& allocation : adopted_)
     allocation->coll->team().set_timeout(timeout);
+  registered_.set_timeout(timeout);
 }
 
 void BufferPlacement::close() {
   adopted_.clear();  // their windows belong to their owners
+  registered_.close();
   if (staging_) staging_->team().close();
   staging_.reset();
 }
@@ -190,7 +199,8 @@ void BufferPlacement::grow_staging(size_t bytes) {
   if (staging_) staging_->team().close();
   staging_.reset();
   stage_bytes_ = 0;
-  staging_ = make_coll(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}}, "staging");
+  staging_ = make_collective_context(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}},
+                                     "staging");
   if (timeout_.count() > 0) staging_->team().set_timeout(timeout_);
   stage_bytes_ = bytes;
 }

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "api/registered_memory.h"
 #include "collectives/coll_context.h"
 #include "rankflow/team.h"
 #include "transport/context.h"
@@ -71,15 +72,18 @@ class BufferPlacement {
   // when `copy_out`.
   Placement place_pair(const void* send, size_t send_bytes, void* recv, size_t recv_bytes,
                        bool copy_in, bool copy_out, bool stream_in = false);
-  // Whether send and recv lie in one symmetric allocation (place_pair then runs in place).
-  // (A scan of the allocations, taking no reference: most programs have none or a few.)
+  // Whether send and recv lie in one symmetric allocation, or both in attached registrations
+  // (place_pair then runs in place). (A scan of the allocations, taking no reference: most
+  // programs have none or a few.)
   bool symmetric(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes) const {
     for (const Registered& r : allocations_) {
       if (r.holds(send, send_bytes) && r.holds(recv, recv_bytes) && !r.allocation.expired())
         return true;
     }
-    return false;
+    return registered_.holds(send, send_bytes, recv, recv_bytes);
   }
+  // Registered buffers run in place where they can be attached (Communicator::register_buffer).
+  RegisteredMemory& registered() { return registered_; }
   // The staging window's context, where collectives on the caller's own memory run.
   // The staging window as it is (remade at its smallest if a growth failed: every member
   // reaches this call in step, as every collective does).
@@ -122,6 +126,7 @@ class BufferPlacement {
   std::chrono::nanoseconds timeout_{0};  // 0: the transport's default
   std::vector<Registered> allocations_;
   std::vector<std::shared_ptr<SymmetricAllocation>> adopted_;  // live as long as this
+  RegisteredMemory registered_;
   size_t staged_count_ = 0;
 };
 

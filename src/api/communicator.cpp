@@ -39,6 +39,10 @@ size_t staging_bytes(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staging_bytes();
 }
 
+bool maps_peers(const Communicator& communicator) {
+  return CommunicatorImpl::of(communicator).staging().team().mapped_everywhere();
+}
+
 }  // namespace api
 
 int Communicator::rank() const {

@@ -119,23 +119,26 @@ class CommunicatorImpl {
     return SymmetricBuffer(placement_->alloc(bytes));
   }
 
-  // See Communicator::register_buffer: the staging window grows to the largest buffer any
-  // member registered, here, once.
+  // See Communicator::register_buffer: the buffer is attached for collectives in place or, where
+  // any member cannot, the staging window grows to the largest buffer any member registered,
+  // here, once.
   RegisteredBuffer register_buffer(void* ptr, size_t bytes) {
     transport::ProgressThread::Guard guard(progress_thread());
     live();
     finish_outstanding();
     size_t largest = 0;
     auto registration = registrations_->add(ptr, bytes, largest);
-    placement_->prepare_staging(largest);
+    if (!placement_->registered().attach(registration)) placement_->prepare_staging(largest);
     return RegisteredBuffer(std::move(registration));
   }
   void deregister(RegisteredBuffer& buffer) {
     if (!buffer.registration_) {
       throw InvalidArgument("Communicator::deregister: an empty RegisteredBuffer");
     }
+    transport::ProgressThread::Guard guard(progress_thread());
     live();
     registrations_->remove(*buffer.registration_);
+    api::RegisteredMemory::detach(*buffer.registration_);
   }
   size_t staging_bytes() const { return placement_->staging_bytes(); }
 

@@ -23,5 +23,8 @@ Communicator communicator_over(MPI_Comm comm, const Team& team, size_t begin, si
 size_t staged_collectives(const Communicator& communicator);
 // The bytes each of the staging window's two buffers holds now.
 size_t staging_bytes(const Communicator& communicator);
+// Whether every member maps every other member's memory (one host, shared memory transports):
+// then registered buffers are shared with the peers.
+bool maps_peers(const Communicator& communicator);
 
 }  // namespace rankflow::api

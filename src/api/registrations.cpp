@@ -67,7 +67,7 @@ std::shared_ptr<Registration> Registrations::add(void* base, size_t bytes, size_
                           "the registration failed on member(s) " + failed + " of " +
                           std::to_string(size) + ", so it is made on none");
   }
-  auto registration = std::make_shared<Registration>(Registration{at, bytes, true});
+  auto registration = std::make_shared<Registration>(Registration{at, bytes, true, 0, nullptr});
   live_.push_back(registration);
   return registration;
 }

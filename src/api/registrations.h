@@ -3,9 +3,10 @@
 // iteration. It owns the list of live registrations, the checks of a new one (a null pointer,
 // no bytes, overlap with a live one) and the agreement among the members that every one of them
 // registered its buffer, so that a bad registration fails on every member alike instead of
-// leaving the others waiting. What a registration buys is the staging window's size: the
-// communicator makes it large enough at registration (api/buffer_placement.h), so no
-// collective on registered memory grows it (a collective window creation) on the way.
+// leaving the others waiting. What a registration buys is api::RegisteredMemory's: collectives
+// in place on the caller's memory; where that cannot be, the staging window's size (the
+// communicator makes it large enough at registration, api/buffer_placement.h, so no collective
+// on registered memory grows it on the way).
 //
 // Threads: the thread that calls the communicator, as BufferPlacement.
 #pragma once
@@ -23,10 +24,14 @@
 namespace rankflow {
 
 // One registered buffer; RegisteredBuffer handles share it. `live` turns false at deregister.
+// `attachment`, where api::RegisteredMemory attached it, is its segment of that window at
+// `window_offset`; releasing it (at deregister, or with the last handle) detaches the segment.
 struct Registration {
   std::byte* base = nullptr;
   size_t bytes = 0;
   bool live = true;
+  size_t window_offset = 0;
+  std::shared_ptr<void> attachment;
 };
 
 namespace api {

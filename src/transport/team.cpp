@@ -33,8 +33,7 @@ std::span<std::byte> Team::local(std::string_view buffer) const {
   return {state_->window->local_base() + placed.offset, placed.bytes};
 }
 std::byte* Team::local_ptr(size_t offset) const {
-  state_->window->check_range(rank(), offset, 0, "local_ptr");
-  return state_->window->local_base() + offset;
+  return state_->window->local_ptr(offset);
 }
 size_t Team::window_bytes() const {
   return state_->window->local_size();

@@ -2,6 +2,8 @@
 // Runs on the thread that uses the Context.
 #include "transport/window.h"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <utility>
@@ -13,10 +15,14 @@
 namespace rankflow::transport {
 namespace {
 
-// Per-member record exchanged at creation; the packed rkey follows it.
+// Per-member record exchanged at creation (and at each attach): this header, then `runs`
+// PageRuns (a segment's shared pages, where it shares them), then the packed rkey.
 struct KeyHeader {
   uint64_t base;
   uint64_t bytes;
+  int32_t pid;
+  int32_t fd;  // of the process's shared-page file
+  uint64_t runs;
 };
 
 constexpr size_t kMinAllocation = 64;
@@ -93,47 +99,91 @@ void Window::allocate(size_t bytes) {
   std::memset(local_base_, 0, attr.length);  // zeroed before any peer can see the rkey
 }
 
-void Window::exchange_keys() {
+// A member's key record: where its memory is, how large, and the packed rkey.
+std::vector<std::byte> Window::pack_record(ucp_mem_h memh, const void* base, size_t bytes,
+                                           const std::vector<PageRun>& runs) const {
   void* packed = nullptr;
-  size_t packed_size = 0;
-  check_ucs(ucp_rkey_pack(context_->ucp(), memh_, &packed, &packed_size), "ucp_rkey_pack");
-  std::vector<std::byte> mine(sizeof(KeyHeader) + packed_size);
-  const KeyHeader header{reinterpret_cast<uint64_t>(local_base_), local_size_};
-  std::memcpy(mine.data(), &header, sizeof(header));
-  std::memcpy(mine.data() + sizeof(header), packed, packed_size);
-  ucp_rkey_buffer_release(packed);
+  size_t packed_size = 0;  // no key for memory every peer maps (memh null)
+  if (memh != nullptr)
+    check_ucs(ucp_rkey_pack(context_->ucp(), memh, &packed, &packed_size), "ucp_rkey_pack");
+  const size_t runs_bytes = runs.size() * sizeof(PageRun);
+  std::vector<std::byte> record(sizeof(KeyHeader) + runs_bytes + packed_size);
+  const KeyHeader header{reinterpret_cast<uint64_t>(base), bytes, static_cast<int32_t>(getpid()),
+                         runs.empty() ? -1 : SharedPageTable::instance().fd(), runs.size()};
+  std::memcpy(record.data(), &header, sizeof(header));
+  if (runs_bytes > 0) std::memcpy(record.data() + sizeof(header), runs.data(), runs_bytes);
+  if (packed != nullptr) {
+    std::memcpy(record.data() + sizeof(header) + runs_bytes, packed, packed_size);
+    ucp_rkey_buffer_release(packed);
+  }
+  return record;
+}
 
+// Every member's record, by member; `what` names the exchange in a timeout.
+std::vector<std::vector<std::byte>> Window::allgather_records(const std::vector<std::byte>& mine,
+                                                              const std::string& what) const {
   const int members = size();
   std::vector<int> lengths(members), displacements(members, 0);
   int my_length = static_cast<int>(mine.size());
   MPI_Request request;
   check_mpi(MPI_Iallgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_, &request),
             "MPI_Iallgather(rkey lengths)");
-  context_->mpi_wait(request, "rkey length exchange for window '" + name_ + "'");
+  context_->mpi_wait(request, what + " (key lengths) for window '" + name_ + "'");
   for (int r = 1; r < members; ++r)
     displacements[r] = displacements[r - 1] + lengths[r - 1];
   std::vector<std::byte> all(static_cast<size_t>(displacements.back() + lengths.back()));
   check_mpi(MPI_Iallgatherv(mine.data(), my_length, MPI_BYTE, all.data(), lengths.data(),
                             displacements.data(), MPI_BYTE, comm_, &request),
             "MPI_Iallgatherv(rkeys)");
-  context_->mpi_wait(request, "rkey exchange for window '" + name_ + "'");
+  context_->mpi_wait(request, what + " for window '" + name_ + "'");
+  std::vector<std::vector<std::byte>> records(members);
+  for (int r = 0; r < members; ++r)
+    records[r].assign(all.begin() + displacements[r], all.begin() + displacements[r] + lengths[r]);
+  return records;
+}
 
+// A peer's memory from its record: its address, size and key, and a direct pointer where it
+// maps into this process: its shared pages, or what UCX maps (`own` is this member's own
+// memory, mapped by definition). `why` says why shared pages could not be mapped.
+Window::Extent Window::unpack_record(int peer, const std::vector<std::byte>& record, std::byte* own,
+                                     std::string* why) const {
+  KeyHeader header;
+  std::memcpy(&header, record.data(), sizeof(header));
+  std::vector<PageRun> runs(header.runs);
+  const size_t runs_bytes = runs.size() * sizeof(PageRun);
+  if (runs_bytes > 0) std::memcpy(runs.data(), record.data() + sizeof(header), runs_bytes);
+  Extent extent{header.base, header.bytes, nullptr, nullptr, nullptr};
+  if (record.size() > sizeof(KeyHeader) + runs_bytes) {
+    check_ucs(ucp_ep_rkey_unpack(peers_[peer].ep, record.data() + sizeof(KeyHeader) + runs_bytes,
+                                 &extent.rkey),
+              "ucp_ep_rkey_unpack for window '" + name_ + "' member " + std::to_string(peer));
+  }
+  void* mapped = nullptr;
+  if (peer == rank_) {
+    extent.mapped = own;
+  } else if (!runs.empty()) {
+    extent.pages = std::make_shared<PeerPages>(header.pid, header.fd, runs);
+    extent.mapped = extent.pages->at(header.base);
+    if (why != nullptr && extent.mapped == nullptr) *why = extent.pages->why();
+  } else if (extent.rkey != nullptr && ucp_rkey_ptr(extent.rkey, extent.base, &mapped) == UCS_OK) {
+    extent.mapped = static_cast<std::byte*>(mapped);
+  }
+  return extent;
+}
+
+void Window::exchange_keys() {
+  const auto records =
+      allgather_records(pack_record(memh_, local_base_, local_size_, {}), "rkey exchange");
+  const int members = size();
+  MPI_Request request;
   all_mapped_ = true;
   for (int r = 0; r < members; ++r) {
     Peer& peer = peers_[r];
-    const std::byte* record = all.data() + displacements[r];
-    KeyHeader remote;
-    std::memcpy(&remote, record, sizeof(remote));
-    peer.base = remote.base;
-    peer.bytes = remote.bytes;
-    check_ucs(ucp_ep_rkey_unpack(peer.ep, record + sizeof(KeyHeader), &peer.rkey),
-              "ucp_ep_rkey_unpack for window '" + name_ + "' member " + std::to_string(r));
-    void* mapped = nullptr;
-    if (r == rank_) {
-      peer.mapped = local_base_;
-    } else if (ucp_rkey_ptr(peer.rkey, peer.base, &mapped) == UCS_OK) {
-      peer.mapped = static_cast<std::byte*>(mapped);
-    }
+    const Extent extent = unpack_record(r, records[r], local_base_);
+    peer.base = extent.base;
+    peer.bytes = extent.bytes;
+    peer.rkey = extent.rkey;
+    peer.mapped = extent.mapped;
     all_mapped_ = all_mapped_ && peer.mapped != nullptr;
   }
   int everywhere = all_mapped_ ? 1 : 0;
@@ -171,6 +221,7 @@ void Window::close() {
 }
 
 void Window::release() {
+  release_segments();
   for (Peer& peer : peers_) {
     if (peer.rkey != nullptr) ucp_rkey_destroy(peer.rkey);
     peer.rkey = nullptr;
@@ -201,42 +252,45 @@ const Window::Peer& Window::peer_at(int peer, const char* operation) const {
 }
 
 void Window::check_range(int peer, size_t offset, size_t bytes, const char* operation) const {
-  const size_t limit = peer_at(peer, operation).bytes;
-  if (offset > limit || bytes > limit - offset) {
-    throw OutOfBounds(std::string(operation) + ": " + where(peer) + ", offset " +
-                      std::to_string(offset) + " + length " + std::to_string(bytes) +
-                      " exceeds the peer's window size " + std::to_string(limit));
-  }
+  (void)target(peer, offset, bytes, operation);
 }
 
 void* Window::remote_ptr(int peer, size_t offset, const char* operation) const {
-  check_range(peer, offset, 0, operation);
-  std::byte* base = peers_[peer].mapped;
-  return base == nullptr ? nullptr : base + offset;
+  return target(peer, offset, 0, operation).mapped;
+}
+
+std::byte* Window::local_ptr(size_t offset, const char* operation) const {
+  return target(rank_, offset, 0, operation).mapped;
 }
 
 void Window::put(int peer, size_t offset, const void* src, size_t bytes) {
-  check_range(peer, offset, bytes, "put");
+  const Target at = target(peer, offset, bytes, "put");
   if (bytes == 0) return;
-  Peer& target = peers_[peer];
+  if (at.rkey == nullptr) {  // shared memory every peer maps, with no UCX key
+    std::memcpy(at.mapped, src, bytes);
+    return;
+  }
+  Peer& to = peers_[peer];
   ucp_request_param_t param{};
-  ucs_status_ptr_t request =
-      ucp_put_nbx(target.ep, src, bytes, target.base + offset, target.rkey, &param);
+  ucs_status_ptr_t request = ucp_put_nbx(to.ep, src, bytes, at.address, at.rkey, &param);
   if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "put: " + where(peer));
   if (request != nullptr) ucp_request_free(request);  // completion is observed through flush()
-  target.dirty = true;
+  to.dirty = true;
 }
 
 void Window::get(int peer, size_t offset, void* dst, size_t bytes) {
-  check_range(peer, offset, bytes, "get");
+  const Target at = target(peer, offset, bytes, "get");
   if (bytes == 0) return;
-  Peer& target = peers_[peer];
+  if (at.rkey == nullptr) {
+    std::memcpy(dst, at.mapped, bytes);
+    return;
+  }
+  Peer& from = peers_[peer];
   ucp_request_param_t param{};
-  ucs_status_ptr_t request =
-      ucp_get_nbx(target.ep, dst, bytes, target.base + offset, target.rkey, &param);
+  ucs_status_ptr_t request = ucp_get_nbx(from.ep, dst, bytes, at.address, at.rkey, &param);
   if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), "get: " + where(peer));
   if (request != nullptr) ucp_request_free(request);
-  target.dirty = true;
+  from.dirty = true;
 }
 
 // Flushes go endpoint by endpoint, to the peers this window issued operations to since the
@@ -260,10 +314,10 @@ void Window::flush() {
 
 void Window::flush(int peer) {
   check_peer(peer, "flush");
-  Peer& target = peers_[peer];
-  if (std::exchange(target.dirty, false)) {
+  Peer& to = peers_[peer];
+  if (std::exchange(to.dirty, false)) {
     ucp_request_param_t param{};
-    context_->ucx_wait(ucp_ep_flush_nbx(target.ep, &param), "flush: " + where(peer));
+    context_->ucx_wait(ucp_ep_flush_nbx(to.ep, &param), "flush: " + where(peer));
   }
   std::atomic_thread_fence(std::memory_order_seq_cst);
 }
@@ -328,28 +382,40 @@ void Window::check_atomic(int peer, size_t offset, const char* operation) const 
 template <typename Word>
 void Window::atomic_add(int peer, size_t offset, Word value) {
   check_atomic<Word>(peer, offset, "atomic_add");
-  Peer& target = peers_[peer];
+  const Target at = target(peer, offset, sizeof(Word), "atomic_add");
+  if (at.rkey == nullptr) {
+    std::atomic_ref<Word>(*reinterpret_cast<Word*>(at.mapped))
+        .fetch_add(value, std::memory_order_acq_rel);
+    return;
+  }
+  Peer& to = peers_[peer];
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE;
   param.datatype = ucp_dt_make_contig(sizeof(Word));
   // `value` lives on this stack frame, so a request that did not complete at once is awaited.
-  context_->ucx_wait(ucp_atomic_op_nbx(target.ep, UCP_ATOMIC_OP_ADD, &value, 1,
-                                       target.base + offset, target.rkey, &param),
-                     "atomic_add: " + where(peer));
-  target.dirty = true;
+  context_->ucx_wait(
+      ucp_atomic_op_nbx(to.ep, UCP_ATOMIC_OP_ADD, &value, 1, at.address, at.rkey, &param),
+      "atomic_add: " + where(peer));
+  to.dirty = true;
 }
 
 template <typename Word>
 Word Window::fetching_atomic(ucp_atomic_op_t op, int peer, size_t offset, Word operand, Word reply,
                              const char* operation) {
   check_atomic<Word>(peer, offset, operation);
-  Peer& target = peers_[peer];
+  const Target at = target(peer, offset, sizeof(Word), operation);
+  if (at.rkey == nullptr) {
+    std::atomic_ref<Word> word(*reinterpret_cast<Word*>(at.mapped));
+    if (op == UCP_ATOMIC_OP_ADD) return word.fetch_add(operand, std::memory_order_acq_rel);
+    word.compare_exchange_strong(operand, reply, std::memory_order_acq_rel);
+    return operand;  // the previous value, swapped or not
+  }
   ucp_request_param_t param{};
   param.op_attr_mask = UCP_OP_ATTR_FIELD_DATATYPE | UCP_OP_ATTR_FIELD_REPLY_BUFFER;
   param.datatype = ucp_dt_make_contig(sizeof(Word));
   param.reply_buffer = &reply;
   context_->ucx_wait(
-      ucp_atomic_op_nbx(target.ep, op, &operand, 1, target.base + offset, target.rkey, &param),
+      ucp_atomic_op_nbx(peers_[peer].ep, op, &operand, 1, at.address, at.rkey, &param),
       std::string(operation) + ": " + where(peer));
   return reply;
 }
@@ -378,7 +444,7 @@ Word Window::wait_word(size_t offset, Compare cmp, Word value, const char* opera
                        std::chrono::nanoseconds timeout) const {
   check_atomic<Word>(rank_, offset, operation);
   (void)to_string(cmp);  // InvalidArgument for a comparison that does not exist
-  std::atomic_ref<Word> word(*reinterpret_cast<Word*>(local_base_ + offset));
+  std::atomic_ref<Word> word(*reinterpret_cast<Word*>(local_ptr(offset, operation)));
   Word seen = 0;
   auto satisfied = [&] {
     seen = word.load(std::memory_order_acquire);

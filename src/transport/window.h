@@ -4,7 +4,9 @@
 //
 // Owns: the local allocation, the members' rkeys and, where UCX can map a peer's memory into this
 // process (same host), a direct pointer to it. Every remote access is bounds-checked against the
-// target's window size before anything is sent. Threads: as Context (one thread at a time).
+// target's window size before anything is sent. Segments (window_segments.cpp): the caller's own
+// memory attached after creation, addressed from offset kSegmentStride up. Threads: as Context
+// (one thread at a time).
 #pragma once
 
 #include <mpi.h>
@@ -18,6 +20,7 @@
 
 #include "rankflow/team.h"
 #include "transport/context.h"
+#include "transport/user_memory.h"
 
 namespace rankflow::transport {
 
@@ -43,6 +46,8 @@ class Window {
   int world_rank_of(int peer) const { return peer_at(peer, "world_rank_of").world_rank; }
 
   std::byte* local_base() const { return local_base_; }
+  // This member's memory at window `offset` (its window, or an attached segment), bounds-checked.
+  std::byte* local_ptr(size_t offset, const char* operation = "local_ptr") const;
   size_t local_size() const { return local_size_; }
   size_t peer_size(int peer) const { return peer_at(peer, "peer_size").bytes; }
 
@@ -87,26 +92,67 @@ class Window {
   uint32_t wait32(size_t offset, Compare cmp, uint32_t value, const char* operation, int peer,
                   std::chrono::nanoseconds timeout) const;
 
+  // Segments: memory the members already have, attached to the window, each member its own
+  // range (sizes may differ). The k-th segment attached is addressed at window offsets
+  // [k * kSegmentStride, k * kSegmentStride + bytes) on every member, above any window's size,
+  // so a segment offset works wherever a window offset does (put, get, remote_ptr, atomics, waits).
+  static constexpr size_t kSegmentStride = size_t{1} << 49;
+  // Collective: attaches [base, base + bytes) of this member's memory and returns its window
+  // offset (the same on every member). Where every member maps every other member's window
+  // (mapped_everywhere()), the memory is shared with them (transport/user_memory.h: its pages are
+  // remapped, with their contents) and mapped by every peer; otherwise it is registered in place
+  // for UCX. Throws TransportError on every member, naming the members that could not (and why,
+  // on those), when any could not; the memory is then as it was on every member.
+  size_t attach(void* base, size_t bytes);
+  // Local: detaches the segment at `offset`: its memory is plain private memory again, with its
+  // contents, and this member's keys for the peers' segments at `offset` are released. Every
+  // member detaches its own; no collective may use the segment any more.
+  void detach(size_t offset);
+
   // Throws OutOfBounds (naming window, peer, offset, length, size) unless the range fits.
   void check_range(int peer, size_t offset, size_t bytes, const char* operation) const;
   // Throws InvalidArgument unless `peer` is a member.
   void check_peer(int peer, const char* operation) const;
 
  private:
+  struct Extent {
+    uint64_t base = 0;  // remote virtual address
+    size_t bytes = 0;
+    ucp_rkey_h rkey = nullptr;
+    std::byte* mapped = nullptr;       // direct pointer, or null
+    std::shared_ptr<PeerPages> pages;  // the peer's shared pages mapped here, if it shares them
+  };
   struct Peer {
     int world_rank = -1;
     ucp_ep_h ep = nullptr;
     uint64_t base = 0;  // remote virtual address of the window
     size_t bytes = 0;   // remote window size
     ucp_rkey_h rkey = nullptr;
-    std::byte* mapped = nullptr;  // direct pointer, or null
-    bool dirty = false;           // UCX operations issued since the last flush
+    std::byte* mapped = nullptr;   // direct pointer, or null
+    bool dirty = false;            // UCX operations issued since the last flush
+    std::vector<Extent> segments;  // the peer's attached segments (bytes 0 once detached)
   };
+  // Where one access lands: the remote address and key, and the direct pointer where mapped.
+  struct Target {
+    uint64_t address;
+    ucp_rkey_h rkey;
+    std::byte* mapped;  // (rkey is null only for a shared segment, which every peer maps)
+  };
+  Target target(int peer, size_t offset, size_t bytes, const char* operation) const;
+  void release_segments();
+  int first_failure(bool succeeded, const char* what) const;
 
   Window(std::shared_ptr<Context> context, MPI_Comm comm, std::string name);
   void allocate(size_t bytes);
   void agree_allocated(const std::string& failure);
   void exchange_keys();
+  std::vector<std::byte> pack_record(ucp_mem_h memh, const void* base, size_t bytes,
+                                     const std::vector<PageRun>& runs) const;
+  std::vector<std::vector<std::byte>> allgather_records(const std::vector<std::byte>& mine,
+                                                        const std::string& what) const;
+  Extent unpack_record(int peer, const std::vector<std::byte>& record, std::byte* own,
+                       std::string* why = nullptr) const;
+  static void release_extent(Extent& extent);
   void release();
   const Peer& peer_at(int peer, const char* operation) const;
   template <typename Word>
@@ -127,6 +173,7 @@ class Window {
   std::byte* local_base_ = nullptr;
   size_t local_size_ = 0;
   std::vector<Peer> peers_;
+  std::vector<std::unique_ptr<UserMemory>> segments_;  // this member's (null once detached)
   bool all_mapped_ = false;
   bool mapped_everywhere_ = false;
   struct PendingFlush {

@@ -10,6 +10,11 @@
 //   split-absent  one member never calls split: the others get Timeout naming the operation.
 //   peer-absent   one member never enters an allreduce: the others get Timeout naming rank,
 //                 operation and peer.
+//   register-absent      one member never calls register_buffer: the others get Timeout
+//                        naming the operation.
+//   registered-absent    both register their arrays, then one member never enters the
+//                        allreduce on them (in place on shared pages): the others get Timeout
+//                        naming rank, operation and peer, and their array keeps its contents.
 //
 //   mpirun -n 2 build/tests/chaos_library staging-oom
 #include <mpi.h>
@@ -17,6 +22,7 @@
 #include <cstdio>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "address_space.h"
 #include "rankflow/communicator.h"
@@ -96,6 +102,34 @@ bool peer_absent(rankflow::Communicator& comm) {
       {"rank 0", "peer 1"});
 }
 
+bool register_absent(rankflow::Communicator& comm) {
+  if (comm.rank() == 1) return true;  // never registers
+  std::vector<float> data(1 << 16);
+  return expect<rankflow::Timeout>(
+      "register_buffer without member 1",
+      [&] { comm.register_buffer(data.data(), data.size() * sizeof(float)); },
+      {"Communicator::register_buffer", "member 0"});
+}
+
+bool registered_absent(rankflow::Communicator& comm) {
+  static std::vector<float> in(1 << 18, 1.0f), out(in.size());  // outlive the MPI_Abort
+  auto registered_in = comm.register_buffer(in.data(), in.size() * sizeof(float));
+  auto registered_out = comm.register_buffer(out.data(), out.size() * sizeof(float));
+  if (comm.rank() == 1) return true;  // never enters the allreduce
+  const bool ok =
+      expect<rankflow::Timeout>("allreduce on registered arrays without member 1",
+                                [&] {
+                                  comm.allreduce(in.data(), out.data(), in.size(),
+                                                 rankflow::DType::kF32, rankflow::ReduceOp::kSum);
+                                },
+                                {"rank 0", "peer 1", "allreduce"});
+  if (in.front() != 1.0f || in.back() != 1.0f) {
+    std::printf("chaos: FAILED: [rank %d] the registered input changed\n", g_rank);
+    return false;
+  }
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -113,10 +147,15 @@ int main(int argc, char** argv) {
       ok = split_absent(comm);
     else if (mode == "peer-absent")
       ok = peer_absent(comm);
+    else if (mode == "register-absent")
+      ok = register_absent(comm);
+    else if (mode == "registered-absent")
+      ok = registered_absent(comm);
     else
       std::printf("chaos: FAILED: unknown mode '%s'\n", mode.c_str());
     // After a member stayed away the members are out of step: nothing collective follows.
-    if (mode == "split-absent" || mode == "peer-absent") {
+    if (mode == "split-absent" || mode == "peer-absent" || mode == "register-absent" ||
+        mode == "registered-absent") {
       int all = ok ? 1 : 0;
       MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
       if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());

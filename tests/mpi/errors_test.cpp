@@ -1,12 +1,14 @@
 // Bad accesses: out-of-bounds puts, gets and atomics throw OutOfBounds naming peer, offset,
 // length and window size, and leave the target untouched; bad peers and misaligned atomics are
-// InvalidArgument; a wait that never completes ends in a Timeout that says what it waited for.
+// InvalidArgument; a wait that never completes ends in a Timeout that says what it waited for;
+// window segments are bounds-checked per peer and end at detach.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "mpi_test_main.h"
 #include "rankflow/error.h"
@@ -69,6 +71,52 @@ TEST(ErrorsTest, OutOfBoundsAccessThrowsAndWritesNothing) {
     ASSERT_EQ(mine[i], 0x5A) << "byte " << i << " changed by a rejected access from rank " << left;
   }
   team.close();
+  window->close();
+}
+
+// Segments: the members' own memory attached to a window (sizes differ per member) takes puts
+// and gets at its window offset, in bounds of each peer's own segment; an offset in a segment
+// never attached, or detached, is OutOfBounds saying so, and detach of anything but a segment is
+// InvalidArgument.
+TEST(ErrorsTest, SegmentAccessesAreBoundsCheckedPerPeerAndEndAtDetach) {
+  auto window = transport::Window::create(shared_context(), MPI_COMM_WORLD, 64, "segments");
+  const int me = window->rank(), n = window->size();
+  const int right = (me + 1) % n;
+  const size_t right_bytes = 1000 + 8 * static_cast<size_t>(right);
+  std::vector<uint64_t> mine((1000 + 8 * static_cast<size_t>(me)) / 8, 7);
+  const size_t at = window->attach(mine.data(), mine.size() * 8);
+  EXPECT_EQ(at, transport::Window::kSegmentStride);
+  EXPECT_EQ(window->local_ptr(at), reinterpret_cast<std::byte*>(mine.data()));
+  EXPECT_EQ(mine.front(), 7u);  // attaching keeps the contents
+
+  const uint64_t word = 100 + static_cast<uint64_t>(me);
+  window->put(right, at + right_bytes - 8, &word, 8);  // the last word of the right's segment
+  window->flush();
+  MPI_Request request;
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  context().mpi_wait(request, "test barrier");
+  EXPECT_EQ(mine.back(), 100u + static_cast<uint64_t>((me + n - 1) % n));
+  uint64_t got = 0;
+  window->get(right, at, &got, 8);
+  window->flush();
+  EXPECT_EQ(got, 7u);
+
+  const std::string past = message_of([&] { window->put(right, at + right_bytes - 4, &word, 8); });
+  EXPECT_THAT(past, HasSubstr("segment 1 size " + std::to_string(right_bytes)));
+  const std::string none =
+      message_of([&] { window->get(right, 2 * transport::Window::kSegmentStride, &got, 8); });
+  EXPECT_THAT(none, HasSubstr("segment 2 is not attached"));
+  EXPECT_THROW(window->detach(at + 8), InvalidArgument);
+  EXPECT_THROW(window->detach(0), InvalidArgument);
+
+  MPI_Ibarrier(MPI_COMM_WORLD, &request);
+  context().mpi_wait(request, "test barrier");
+  window->detach(at);
+  EXPECT_EQ(mine.front(), 7u);  // detaching keeps the contents
+  EXPECT_THAT(message_of([&] { window->put(right, at, &word, 8); }),
+              HasSubstr("segment 1 is not attached (it was detached)"));
+  EXPECT_THROW(window->local_ptr(at), OutOfBounds);
+  EXPECT_THROW(window->detach(at), InvalidArgument);
   window->close();
 }
 

@@ -1,11 +1,17 @@
 // Communicator::register_buffer and deregister (issue 13): collectives on registered plain
 // arrays give what they give on any plain array, with the program's own MPI calls between them;
-// registration makes the staging window large enough once, so no collective on registered memory
-// grows it; bad registrations fail on every member alike, naming the members and why.
+// on one host registered memory is shared with the peers (its pages, neighbours included, keep
+// their contents) and collectives run on it in place; memory that cannot be shared is staged on
+// every member alike; bad registrations fail on every member alike, naming the members and why.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
+#include <cstdint>
+#include <fstream>
+#include <iterator>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -86,24 +92,137 @@ TEST(Registration, CollectivesOnRegisteredArraysAreRightBetweenTheProgramsOwnMpi
   EXPECT_FALSE(rs);
 }
 
-TEST(Registration, PreparesTheStagingWindowSoNoCollectiveOnItGrowsIt) {
+// The mapping of `address` in /proc/self/maps: its permissions and path, e.g. "rw-p" or
+// "rw-s /memfd:rankflow-shared-pages (deleted)".
+std::string mapping_of(const void* address) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  std::string line;
+  while (std::getline(maps, line)) {
+    std::istringstream fields(line);
+    std::string range, perms, offset, device, inode, path;
+    fields >> range >> perms >> offset >> device >> inode;
+    std::getline(fields >> std::ws, path);
+    const uintptr_t from = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const uintptr_t to = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (at >= from && at < to) return path.empty() ? perms : perms + " " + path;
+  }
+  return "unmapped";
+}
+
+bool shared(const void* address) {
+  return mapping_of(address).find("rankflow-shared-pages") != std::string::npos;
+}
+
+// On one host a registered buffer is shared with the peers and collectives run on it in place:
+// nothing is staged and the staging window never grows. Members register different sizes.
+TEST(Registration, CollectivesOnRegisteredMemoryRunInPlace) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
-  // Members register different sizes: the window is made for the largest.
   const size_t bytes = (size_t{5} << 20) + static_cast<size_t>(world_rank()) * 4096;
-  const size_t largest = (size_t{5} << 20) + static_cast<size_t>(comm.size() - 1) * 4096;
   std::vector<float> a(bytes / sizeof(float), 1.0f), b(a.size());
-  const size_t before = api::staging_bytes(comm);
-  ASSERT_LT(before, largest) << "the test needs a registration larger than the first window";
+  const size_t staging = api::staging_bytes(comm);
+  ASSERT_LT(staging, bytes) << "the test needs a registration larger than the first window";
   RegisteredBuffer ra = comm.register_buffer(a.data(), bytes);
   RegisteredBuffer rb = comm.register_buffer(b.data(), bytes);
-  const size_t prepared = api::staging_bytes(comm);
-  EXPECT_GE(prepared, largest);
+  EXPECT_EQ(shared(a.data()), api::maps_peers(comm)) << mapping_of(a.data());
+  EXPECT_EQ(shared(b.data() + b.size() - 1), api::maps_peers(comm));
+  const size_t staged = api::staged_collectives(comm);
   const size_t count = (size_t{5} << 20) / sizeof(float);
-  comm.allreduce(a.data(), b.data(), count, DType::kF32, ReduceOp::kSum);
-  EXPECT_EQ(b[count - 1], static_cast<float>(comm.size()));
-  EXPECT_EQ(api::staging_bytes(comm), prepared) << "a collective on registered memory grew it";
+  for (int round = 0; round < 3; ++round) {
+    comm.allreduce(a.data(), b.data(), count, DType::kF32, ReduceOp::kSum);
+    ASSERT_EQ(b[0], static_cast<float>(comm.size())) << "round " << round;
+    ASSERT_EQ(b[count - 1], static_cast<float>(comm.size())) << "round " << round;
+    a[count - 1] = b[count - 1];  // the caller's own stores reach the next round
+    MPI_Barrier(MPI_COMM_WORLD);  // the program's own MPI call between rankflow's
+    a[count - 1] = 1.0f;
+  }
+  EXPECT_EQ(api::staged_collectives(comm), staged) << "a collective on registered memory staged";
+  EXPECT_EQ(api::staging_bytes(comm), staging) << "a collective on registered memory grew it";
   comm.deregister(ra);
   comm.deregister(rb);
+  EXPECT_FALSE(shared(a.data())) << mapping_of(a.data());
+  EXPECT_EQ(a[0], 1.0f);
+  EXPECT_EQ(b[count - 1], static_cast<float>(comm.size()));
+}
+
+// Registration moves whole pages: the data around the buffer on its first and last page keeps
+// its value through register and deregister, two buffers that share a page are both shared, and
+// the page stays shared until the last of them is deregistered.
+TEST(Registration, PagesSharedByTwoBuffersAndTheirNeighboursKeepTheirContents) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const int p = comm.size(), r = comm.rank();
+  const size_t n = 20000;  // floats: neither end on a page boundary
+  std::vector<float> memory(3 * n + 64);
+  for (size_t i = 0; i < memory.size(); ++i)
+    memory[i] = static_cast<float>(i % 1000) + static_cast<float>(r);
+  float* first = memory.data() + 7;  // [7, 7 + n) and [7 + n, 7 + 2n): one page holds both ends
+  float* second = first + n;
+  RegisteredBuffer one = comm.register_buffer(first, n * sizeof(float));
+  RegisteredBuffer two = comm.register_buffer(second, n * sizeof(float));
+  for (size_t i = 0; i < memory.size(); ++i) {
+    ASSERT_EQ(memory[i], static_cast<float>(i % 1000) + static_cast<float>(r))
+        << "element " << i << " changed at registration";
+  }
+  const size_t staged = api::staged_collectives(comm);
+  comm.allreduce(first, second, n, DType::kF32, ReduceOp::kSum);
+  EXPECT_EQ(api::staged_collectives(comm), staged) << "two registered buffers were staged";
+  const float ranks = static_cast<float>(p * (p - 1) / 2);
+  for (size_t i = 0; i < n; ++i) {
+    const float expected = static_cast<float>(p) * static_cast<float>((7 + i) % 1000) + ranks;
+    ASSERT_EQ(second[i], expected) << "allreduce, element " << i;
+  }
+  memory[0] = -1.0f;  // neighbours on shared pages stay the program's own memory
+  memory[3 * n + 63] = -2.0f;
+  comm.deregister(one);
+  EXPECT_EQ(shared(second), api::maps_peers(comm)) << "the page still serves `two`";
+  comm.allgather(second + n - 1, first, 1, DType::kF32);  // `two` still works; `one` is plain
+  for (int m = 0; m < p; ++m)
+    ASSERT_EQ(first[m], static_cast<float>(p) * static_cast<float>((7 + n - 1) % 1000) + ranks);
+  comm.deregister(two);
+  EXPECT_FALSE(shared(second)) << mapping_of(second);
+  EXPECT_EQ(memory[0], -1.0f);
+  EXPECT_EQ(memory[3 * n + 63], -2.0f);
+  EXPECT_EQ(memory[3 * n], static_cast<float>((3 * n) % 1000) + static_cast<float>(r));
+}
+
+// A buffer registered with two communicators: each deregisters its own, and the pages stay
+// shared until both have; a communicator that closes with a live registration gives its pages
+// back too.
+TEST(Registration, OneBufferOnTwoCommunicatorsAndACommunicatorClosedWithALiveRegistration) {
+  std::vector<double> v(100000, 2.0), out(v.size());
+  Communicator first = Communicator::from_mpi(MPI_COMM_WORLD);
+  RegisteredBuffer in_first = first.register_buffer(v.data(), v.size() * sizeof(double));
+  {
+    Communicator second = Communicator::from_mpi(MPI_COMM_WORLD);
+    RegisteredBuffer in_second = second.register_buffer(v.data(), v.size() * sizeof(double));
+    RegisteredBuffer out_second = second.register_buffer(out.data(), out.size() * sizeof(double));
+    second.allreduce(v.data(), out.data(), v.size(), DType::kF64, ReduceOp::kSum);
+    EXPECT_EQ(out.back(), 2.0 * second.size());
+    first.deregister(in_first);
+    EXPECT_EQ(shared(v.data()), api::maps_peers(second)) << "`second` still uses the pages";
+    second.close();  // registrations still live
+    EXPECT_FALSE(shared(v.data())) << mapping_of(v.data());
+    EXPECT_FALSE(shared(out.data())) << mapping_of(out.data());
+  }
+  EXPECT_EQ(v.front(), 2.0);
+  EXPECT_EQ(out.back(), 2.0 * first.size());
+}
+
+// Memory that cannot be shared (here the stack) stays staged on every member alike: the
+// collectives give the same results, and the staging window is made large enough once.
+TEST(Registration, MemoryThatCannotBeSharedIsStagedOnEveryMember) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  float on_stack[4096];
+  std::fill(std::begin(on_stack), std::end(on_stack), 1.5f);
+  std::vector<float> out(4096);
+  RegisteredBuffer rs = comm.register_buffer(on_stack, sizeof on_stack);
+  RegisteredBuffer ro = comm.register_buffer(out.data(), out.size() * sizeof(float));
+  const size_t staged = api::staged_collectives(comm);
+  comm.allreduce(on_stack, out.data(), 4096, DType::kF32, ReduceOp::kSum);
+  EXPECT_EQ(out[4095], 1.5f * static_cast<float>(comm.size()));
+  EXPECT_FALSE(shared(on_stack));
+  // Over TCP nothing is shared and the stack registers in place like any memory.
+  EXPECT_EQ(api::staged_collectives(comm), staged + (api::maps_peers(comm) ? 1 : 0));
 }
 
 TEST(Registration, BadRegistrationsFailOnEveryMemberAlike) {

@@ -1,0 +1,91 @@
+// RegisteredMemory (see registered_memory.h): attaching registrations to the registered window
+// and finding them for a collective. Runs on the thread that calls the communicator.
+#include "api/registered_memory.h"
+
+#include <exception>
+#include <string>
+
+#include "api/collective_context.h"
+#include "common/log.h"
+#include "rankflow/error.h"
+#include "transport/progress_thread.h"
+#include "transport/team_state.h"
+
+namespace rankflow::api {
+namespace {
+
+// A registration's segment of the registered window: detached when the last reference goes.
+struct Attachment {
+  Attachment(std::weak_ptr<transport::Window> w, size_t at) : window(std::move(w)), offset(at) {}
+  Attachment(const Attachment&) = delete;
+  Attachment& operator=(const Attachment&) = delete;
+  std::weak_ptr<transport::Window> window;
+  size_t offset;
+  ~Attachment() {
+    const auto live = window.lock();
+    if (!live) return;  // the communicator closed: its window restored the memory
+    transport::ProgressThread::Guard guard(live->context().progress_thread());
+    try {
+      live->detach(offset);
+    } catch (const std::exception& e) {
+      log::warn("deregistering a buffer: ", e.what());
+    }
+  }
+};
+
+}  // namespace
+
+bool RegisteredMemory::attach(const std::shared_ptr<Registration>& r) {
+  if (!coll_) {
+    coll_ = make_collective_context(context_, comm_, {}, "registered");
+    if (timeout_.count() > 0) coll_->team().set_timeout(timeout_);
+  }
+  const std::shared_ptr<transport::Window> window = transport::TeamState::of(coll_->team())->window;
+  size_t offset = 0;
+  try {
+    offset = window->attach(r->base, r->bytes);
+  } catch (const TransportError& e) {
+    log::info("register_buffer: collectives on this buffer stay staged: ", e.what());
+    return false;
+  }
+  r->window_offset = offset;
+  r->attachment = std::make_shared<Attachment>(window, offset);
+  std::erase_if(attached_, [](const std::weak_ptr<Registration>& a) { return a.expired(); });
+  attached_.push_back(r);
+  return true;
+}
+
+const Registration* RegisteredMemory::attached_holding(const void* address, size_t bytes) const {
+  const auto* at = static_cast<const std::byte*>(address);
+  for (const auto& weak : attached_) {
+    const auto r = weak.lock();
+    if (!r || !r->live || !r->attachment || at < r->base) continue;
+    if (bytes <= r->bytes && static_cast<size_t>(at - r->base) <= r->bytes - bytes) return r.get();
+  }
+  return nullptr;
+}
+
+bool RegisteredMemory::holds(const void* send, size_t send_bytes, const void* recv,
+                             size_t recv_bytes) const {
+  return attached_holding(send, send_bytes) != nullptr &&
+         attached_holding(recv, recv_bytes) != nullptr;
+}
+
+size_t RegisteredMemory::offset_of(const void* address, size_t bytes) const {
+  const Registration* r = attached_holding(address, bytes);
+  if (r == nullptr) throw InvalidState("RegisteredMemory::offset_of: the address is not attached");
+  return r->window_offset + static_cast<size_t>(static_cast<const std::byte*>(address) - r->base);
+}
+
+void RegisteredMemory::set_timeout(std::chrono::nanoseconds timeout) {
+  timeout_ = timeout;
+  if (coll_) coll_->team().set_timeout(timeout);
+}
+
+void RegisteredMemory::close() {
+  attached_.clear();
+  if (coll_) coll_->team().close();
+  coll_.reset();  // the window's release makes every attached buffer private memory again
+}
+
+}  // namespace rankflow::api
