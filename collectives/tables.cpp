@@ -30,37 +30,34 @@ constexpr Limits kSmallAllreduce{0, kInbox};
 constexpr Limits kStreamedBroadcastStaging{16 << 10, 512 << 10, 2, 2};
 constexpr Limits kStreamedAllgatherStaging{2 << 20, SIZE_MAX, 2, 2};
 constexpr Limits kStreamedAllToAllStaging{16 << 10, SIZE_MAX, 2, 2};
-// Where the latest sweep (2026-12-02, 2 members, median of 5, each algorithm's time relative to
-// Open MPI's in the same run; collectives/sweep_choices.txt) found another algorithm than
-// `preferred` fastest (measured_symmetric, measured_plain). A size between two measured powers
-// of two goes with the larger one.
+// Where the latest sweeps (2026-12-02, 2 members, each algorithm's time relative to Open MPI's
+// in the same run; collectives/sweep_choices.txt: symmetric buffers from a median of 5 quick
+// sweeps, plain buffers from 4 KiB from a median of 3 full-batch sweeps at 18:40) found another
+// algorithm than `preferred` fastest (measured_symmetric, measured_plain). A size between two
+// measured powers of two goes with the larger one.
 constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
   return {min_bytes, max_bytes, 2, 2};
 }
-// allreduce: onephase at 8-32 KiB on symmetric buffers, and at 4 MiB and from 16 MiB on plain
-// ones (its one staged round beats twophase's two there); twophase at 2-4 KiB on symmetric
-// buffers; ring at 16-32 KiB on plain ones.
+// allreduce: onephase at 8-32 KiB on both kinds of buffers (its one round beats twophase's
+// two there); twophase at 2-4 KiB on symmetric buffers.
 constexpr Ranges kOnephaseSymmetric = kTwoMembers(4097, 32 << 10);
-constexpr Ranges kOnephasePlain{kTwoMembers((2 << 20) + 1, 4 << 20),
-                                kTwoMembers((8 << 20) + 1, SIZE_MAX)};
+constexpr Ranges kOnephasePlain = kTwoMembers(4097, 32 << 10);
 constexpr Ranges kTwophaseSymmetric = kTwoMembers(1025, kInbox);
-constexpr Ranges kRingPlain = kTwoMembers((8 << 10) + 1, 32 << 10);
 // The exchanges and broadcast on symmetric buffers: reading in place beats one inbox round from
 // 2 KiB blocks (the slot's copy costs more than a read). Broadcast: pushed beats streamed at
-// 512 B, and on plain buffers direct beats pushed at 4 KiB.
+// 512 B.
 constexpr Ranges kReadInPlaceSymmetric = kTwoMembers(1025, kInbox);
 constexpr Ranges kPushedBroadcast = kTwoMembers(257, 512);
-constexpr Ranges kDirectBroadcastPlain = kTwoMembers(2049, kInbox);
 // Open MPI's own collective (the `mpi` entries) on plain buffers: on one host it copies a message
 // once, through CMA, where a staged path copies it into the window and the peers copy it out.
-// allgather blocks of 8 KiB-4 MiB; all_to_all blocks from 8 KiB; broadcast at 16-64 KiB and
-// 1-4 MiB. Never for allreduce and reduce_scatter, whose staged paths reduce while they copy.
-// (From 64 KiB on plain buffers these three come from sweeps with the bench's full batches,
-// --full: the quick one swings most there.)
-constexpr Ranges kOpenMpiAllgather = kTwoMembers(4097, 4 << 20);
+// allgather blocks of 16 KiB and from 512 KiB; all_to_all blocks from 8 KiB; broadcast at
+// 8-512 KiB. Never for allreduce and reduce_scatter, whose staged paths reduce while they copy.
+// (The staged exchanges swing with the machine's phase: the sweep before this one found the
+// staged allgather faster from 8 MiB blocks and Open MPI's at 32-256 KiB.)
+constexpr Ranges kOpenMpiAllgather{kTwoMembers((8 << 10) + 1, 16 << 10),
+                                   kTwoMembers((256 << 10) + 1, SIZE_MAX)};
 constexpr Ranges kOpenMpiAllToAll = kTwoMembers(4097, SIZE_MAX);
-constexpr Ranges kOpenMpiBroadcast{kTwoMembers(8193, 64 << 10),
-                                   kTwoMembers((512 << 10) + 1, 4 << 20)};
+constexpr Ranges kOpenMpiBroadcast = kTwoMembers(4097, 512 << 10);
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
 
@@ -84,7 +81,7 @@ constexpr AllreduceAlgorithm kAllreduce[] = {
      false,
      kNoMessage,
      {},
-     kRingPlain},
+     {}},
     {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
      "allreduce(bidirectional_ring)", kAnyMessage, kNoMessage, kNoMessage, false, false},
     {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)",
@@ -184,7 +181,7 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
      kPushedBroadcast, kPushedBroadcast},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
      kAnyMessage, kAnyMessage, kNoMessage, true, true, kStreamedBroadcastStaging,
-     kReadInPlaceSymmetric, kDirectBroadcastPlain},
+     kReadInPlaceSymmetric},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Bcast on the communicator (blocking calls)",
