@@ -122,6 +122,8 @@ Placement BufferPlacement::place_pair(const void* send, size_t send_bytes, void*
     p.context = &registered_.context();
     p.src = registered_.offset_of(send, send_bytes);
     p.dst = registered_.offset_of(recv, recv_bytes);
+    p.registered_send = registered_.holding(send, send_bytes);
+    p.registered_recv = registered_.holding(recv, recv_bytes);
     return p;
   }
   coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));

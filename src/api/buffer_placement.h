@@ -46,6 +46,7 @@ struct Placement {
   // The caller's recv when the collective is staged; null on symmetric memory.
   std::byte* staged_recv = nullptr;
   std::shared_ptr<SymmetricAllocation> allocation;  // kept alive while the collective runs
+  std::shared_ptr<Registration> registered_send, registered_recv;  // the same, when registered
   void* copy_to = nullptr;
   const std::byte* copy_from = nullptr;
   size_t copy_bytes = 0;

@@ -39,6 +39,12 @@ size_t staging_bytes(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staging_bytes();
 }
 
+bool runs_in_place(const Communicator& communicator, const void* send, size_t send_bytes,
+                   const void* recv, size_t recv_bytes) {
+  return CommunicatorImpl::of(communicator).buffers_of(send, send_bytes, recv, recv_bytes) ==
+         coll::Buffers::kSymmetric;
+}
+
 bool maps_peers(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staging().team().mapped_everywhere();
 }

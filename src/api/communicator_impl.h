@@ -42,8 +42,9 @@ inline size_t checked_bytes(size_t count, DType dtype, size_t blocks, const char
 }  // namespace api
 
 struct RequestState {
-  std::shared_ptr<CommunicatorImpl> owner;          // keeps the staging window alive
-  std::shared_ptr<SymmetricAllocation> allocation;  // or the symmetric buffer's
+  std::shared_ptr<CommunicatorImpl> owner;                         // keeps the staging window alive
+  std::shared_ptr<SymmetricAllocation> allocation;                 // or the symmetric buffer's
+  std::shared_ptr<Registration> registered_send, registered_recv;  // or the registered ones
   coll::CollContext* context = nullptr;
   coll::CollTask task;
   // Copy-out from staging once complete.
@@ -137,6 +138,7 @@ class CommunicatorImpl {
     }
     transport::ProgressThread::Guard guard(progress_thread());
     live();
+    finish_outstanding();  // a request in flight may use the buffer
     registrations_->remove(*buffer.registration_);
     api::RegisteredMemory::detach(*buffer.registration_);
   }
@@ -166,6 +168,8 @@ class CommunicatorImpl {
       prepare(state);
       complete(state);
       state.task = coll::CollTask();
+      state.registered_send.reset();  // a blocking call holds nothing once it returns
+      state.registered_recv.reset();
       return Request();
     }
     auto state = std::make_shared<RequestState>();
@@ -211,6 +215,8 @@ class CommunicatorImpl {
     state.copy_from = p.copy_from;
     state.copy_bytes = p.copy_bytes;
     state.allocation = std::move(p.allocation);
+    state.registered_send = std::move(p.registered_send);
+    state.registered_recv = std::move(p.registered_recv);
     state.task = make(*state.context, p.src, p.dst, p.staged_recv);
   }
 

@@ -26,5 +26,9 @@ size_t staging_bytes(const Communicator& communicator);
 // Whether every member maps every other member's memory (one host, shared memory transports):
 // then registered buffers are shared with the peers.
 bool maps_peers(const Communicator& communicator);
+// Whether a collective with send and recv there runs in place (symmetric or attached registered
+// memory), not staged.
+bool runs_in_place(const Communicator& communicator, const void* send, size_t send_bytes,
+                   const void* recv, size_t recv_bytes);
 
 }  // namespace rankflow::api

@@ -55,24 +55,23 @@ bool RegisteredMemory::attach(const std::shared_ptr<Registration>& r) {
   return true;
 }
 
-const Registration* RegisteredMemory::attached_holding(const void* address, size_t bytes) const {
+std::shared_ptr<Registration> RegisteredMemory::holding(const void* address, size_t bytes) const {
   const auto* at = static_cast<const std::byte*>(address);
   for (const auto& weak : attached_) {
-    const auto r = weak.lock();
+    auto r = weak.lock();
     if (!r || !r->live || !r->attachment || at < r->base) continue;
-    if (bytes <= r->bytes && static_cast<size_t>(at - r->base) <= r->bytes - bytes) return r.get();
+    if (bytes <= r->bytes && static_cast<size_t>(at - r->base) <= r->bytes - bytes) return r;
   }
   return nullptr;
 }
 
 bool RegisteredMemory::holds(const void* send, size_t send_bytes, const void* recv,
                              size_t recv_bytes) const {
-  return attached_holding(send, send_bytes) != nullptr &&
-         attached_holding(recv, recv_bytes) != nullptr;
+  return holding(send, send_bytes) != nullptr && holding(recv, recv_bytes) != nullptr;
 }
 
 size_t RegisteredMemory::offset_of(const void* address, size_t bytes) const {
-  const Registration* r = attached_holding(address, bytes);
+  const auto r = holding(address, bytes);
   if (r == nullptr) throw InvalidState("RegisteredMemory::offset_of: the address is not attached");
   return r->window_offset + static_cast<size_t>(static_cast<const std::byte*>(address) - r->base);
 }

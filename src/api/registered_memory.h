@@ -9,7 +9,9 @@
 // anonymous), the registration stays staged on every member.
 //
 // Threads: the thread that calls the communicator (under the progress thread's lock when one
-// runs); a registration's last handle may detach it from any thread that holds no other lock.
+// runs). A registration's last handle detaches it when it goes, so it must go on that thread too
+// (or after the communicator closed), with no collective on the buffer in flight: a request in
+// flight holds its registrations itself.
 #pragma once
 
 #include <mpi.h>
@@ -44,6 +46,8 @@ class RegisteredMemory {
   // The offset in context()'s window of `bytes` at `address`, which holds() covered (by the
   // range, not the address alone: the end of one buffer may be the start of the next).
   size_t offset_of(const void* address, size_t bytes) const;
+  // The attached registration holding [address, address + bytes), or null.
+  std::shared_ptr<Registration> holding(const void* address, size_t bytes) const;
   coll::CollContext& context() { return *coll_; }
 
   void set_timeout(std::chrono::nanoseconds timeout);
@@ -51,8 +55,6 @@ class RegisteredMemory {
   void close();
 
  private:
-  const Registration* attached_holding(const void* address, size_t bytes) const;
-
   std::shared_ptr<transport::Context> context_;
   MPI_Comm comm_;
   std::unique_ptr<coll::CollContext> coll_;  // made at the first attach

@@ -1,23 +1,30 @@
-// SharedPageTable and PeerPages (see shared_pages.h): moving pages onto the process's memory
-// file and back, and mapping a peer's. Runs on any thread, under the table's lock.
+// SharedPageTable (see shared_pages.h): moving pages onto the process's memory file and back,
+// with their use counts and pins. Runs on any thread, under the table's lock.
 #include "transport/shared_pages.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <ucm/api/ucm.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <sstream>
 
+#include "common/log.h"
 #include "rankflow/error.h"
 
 namespace rankflow::transport {
 namespace {
 
 const uintptr_t kPage = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+constexpr const char* kFileName = "rankflow-shared-pages";
 
 std::string describe(uintptr_t begin, uintptr_t end) {
   char text[64];
@@ -26,9 +33,16 @@ std::string describe(uintptr_t begin, uintptr_t end) {
   return text;
 }
 
-// Empty when every byte of [begin, end) lies in private anonymous read-write mappings (what a
-// heap or an mmap'd array is), else why not, from /proc/self/maps.
-std::string why_not_private_anonymous(uintptr_t begin, uintptr_t end) {
+std::byte* pointer_to(uintptr_t address) {
+  return reinterpret_cast<std::byte*>(address);
+}
+
+// Calls `check(perms, inode, path)` for each mapping of /proc/self/maps that covers part of
+// [begin, end), in order; returns its first non-empty answer, or why the range is not all
+// mapped.
+std::string check_mappings(uintptr_t begin, uintptr_t end,
+                           const std::function<std::string(const std::string&, unsigned long,
+                                                           const std::string&)>& check) {
   std::ifstream maps("/proc/self/maps");
   if (!maps) return "/proc/self/maps cannot be read";
   uintptr_t covered = begin;  // every byte below this is in a good mapping
@@ -43,14 +57,40 @@ std::string why_not_private_anonymous(uintptr_t begin, uintptr_t end) {
     const uintptr_t to = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
     if (to <= covered) continue;
     if (from > covered) break;  // a hole
-    const bool anonymous = inode == 0 && (path.empty() || path == "[heap]");
-    if (perms != "rw-p" || !anonymous) {
-      return "it lies in a mapping that is not private anonymous read-write memory (" + perms +
-             (path.empty() ? "" : " " + path) + ")";
-    }
+    if (std::string why = check(perms, inode, path); !why.empty()) return why;
     covered = to;
   }
   return covered >= end ? "" : "part of it is not mapped";
+}
+
+// Empty when every byte of [begin, end) lies in private anonymous read-write mappings (what a
+// heap or an mmap'd array is) off the calling thread's stack, else why not.
+std::string why_not_shareable(uintptr_t begin, uintptr_t end) {
+  pthread_attr_t attr;
+  void* stack = nullptr;
+  size_t stack_bytes = 0;
+  if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+    pthread_attr_getstack(&attr, &stack, &stack_bytes);
+    pthread_attr_destroy(&attr);
+  }
+  const auto stack_begin = reinterpret_cast<uintptr_t>(stack);
+  if (begin < stack_begin + stack_bytes && stack_begin < end) return "it is on this thread's stack";
+  return check_mappings(
+      begin, end,
+      [](const std::string& perms, unsigned long inode, const std::string& path) -> std::string {
+        if (perms == "rw-p" && inode == 0 && (path.empty() || path == "[heap]")) return "";
+        return "it lies in a mapping that is not private anonymous read-write memory (" + perms +
+               (path.empty() ? "" : " " + path) + ")";
+      });
+}
+
+// Whether [begin, end) is still mapped from the shared-page file (not freed and remapped).
+bool mapped_from_file(uintptr_t begin, uintptr_t end) {
+  return check_mappings(begin, end,
+                        [](const std::string&, unsigned long, const std::string& path) {
+                          return path.find(kFileName) != std::string::npos ? "" : "another mapping";
+                        })
+      .empty();
 }
 
 // Copies whole pages, the first and last page last, so that other data on those two pages is
@@ -61,27 +101,28 @@ void copy_pages(std::byte* to, const std::byte* from, size_t bytes) {
   if (bytes > kPage) std::memcpy(to + bytes - kPage, from + bytes - kPage, kPage);
 }
 
-std::byte* at(uintptr_t address) {
-  return reinterpret_cast<std::byte*>(address);
-}
-
 }  // namespace
 
 SharedPageTable& SharedPageTable::instance() {
-  static SharedPageTable table;
-  return table;
+  static auto* table = new SharedPageTable;  // never destroyed: statics may outlive it
+  return *table;
 }
 
 void SharedPageTable::open_file() {
-  if (fd_ >= 0) return;
-  fd_ = memfd_create("rankflow-shared-pages", MFD_CLOEXEC);
-  if (fd_ < 0) throw TransportError(std::string("memfd_create: ") + std::strerror(errno));
+  if (file_.fd >= 0) return;
+  const int fd = memfd_create(kFileName, MFD_CLOEXEC);
+  struct stat status {};
+  if (fd < 0 || fstat(fd, &status) != 0) {
+    const std::string why = std::strerror(errno);
+    if (fd >= 0) close(fd);
+    throw TransportError("the shared-page file (memfd_create): " + why);
+  }
+  file_ = {static_cast<int32_t>(getpid()), fd, status.st_ino, status.st_dev};
 }
 
-std::vector<PageRun> SharedPageTable::share(uintptr_t begin, uintptr_t end) {
-  std::lock_guard lock(mutex_);
-  open_file();
-  // The runs of pages not shared yet, each checked before anything moves.
+// The runs of [begin, end) not shared yet.
+std::vector<std::pair<uintptr_t, uintptr_t>> SharedPageTable::fresh_runs(uintptr_t begin,
+                                                                         uintptr_t end) const {
   std::vector<std::pair<uintptr_t, uintptr_t>> fresh;
   for (uintptr_t page = begin; page < end; page += kPage) {
     if (pages_.count(page) != 0) continue;
@@ -91,9 +132,19 @@ std::vector<PageRun> SharedPageTable::share(uintptr_t begin, uintptr_t end) {
       fresh.emplace_back(page, page + kPage);
     }
   }
+  return fresh;
+}
+
+std::vector<PageRun> SharedPageTable::share(uintptr_t begin, uintptr_t end) {
+  std::lock_guard lock(mutex_);
+  open_file();
+  const auto fresh = fresh_runs(begin, end);
   for (const auto& [from, to] : fresh) {
-    if (const std::string why = why_not_private_anonymous(from, to); !why.empty())
-      throw TransportError(describe(begin, end) + " cannot be shared with the peers: " + why);
+    std::string why = why_not_shareable(from, to);
+    for (uintptr_t page = from; page < to && why.empty(); page += kPage) {
+      if (pins_.count(page) != 0) why = "another communicator registered it with UCX in place";
+    }
+    if (!why.empty()) throw TransportError(describe(begin, end) + " cannot be shared: " + why);
   }
   size_t moved = 0;
   try {
@@ -105,11 +156,8 @@ std::vector<PageRun> SharedPageTable::share(uintptr_t begin, uintptr_t end) {
       ++moved;
     }
   } catch (...) {
-    for (size_t i = 0; i < moved; ++i) {
-      make_private(fresh[i].first, fresh[i].second);
-      for (uintptr_t page = fresh[i].first; page < fresh[i].second; page += kPage)
-        pages_.erase(page);
-    }
+    for (size_t i = 0; i < moved; ++i)
+      release_unused(fresh[i].first, fresh[i].second);
     throw;
   }
   std::vector<PageRun> runs;
@@ -128,114 +176,111 @@ std::vector<PageRun> SharedPageTable::share(uintptr_t begin, uintptr_t end) {
 
 void SharedPageTable::release(uintptr_t begin, uintptr_t end) {
   std::lock_guard lock(mutex_);
-  uintptr_t run = 0;            // start of the pages to make private, while a run is open
-  std::vector<uint64_t> freed;  // their offsets in the file
-  auto end_run = [&](uintptr_t to) {
-    if (run != 0) make_private(run, to);
-    run = 0;
-  };
   for (uintptr_t page = begin; page < end; page += kPage) {
     auto it = pages_.find(page);
-    if (it == pages_.end() || --it->second.users > 0) {
-      end_run(page);
-      continue;
-    }
-    // The file's copy of the page is no longer needed once it is private again.
-    const uint64_t offset = it->second.file_offset;
-    pages_.erase(it);
-    if (run == 0) run = page;
-    freed.push_back(offset);
+    if (it != pages_.end() && it->second.users > 0) --it->second.users;
   }
-  end_run(end);
-  for (const uint64_t offset : freed)
-    fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
-              static_cast<off_t>(kPage));
+  release_unused(begin, end);
 }
 
-// One mmap replaces the private pages with the file's, which already hold their contents.
+void SharedPageTable::pin(uintptr_t begin, uintptr_t end) {
+  std::lock_guard lock(mutex_);
+  for (uintptr_t page = begin; page < end; page += kPage)
+    ++pins_[page];
+}
+
+void SharedPageTable::unpin(uintptr_t begin, uintptr_t end) {
+  std::lock_guard lock(mutex_);
+  for (uintptr_t page = begin; page < end; page += kPage) {
+    auto it = pins_.find(page);
+    if (it != pins_.end() && --it->second == 0) pins_.erase(it);
+  }
+  release_unused(begin, end);
+}
+
+// Pages of [begin, end) that no registration uses and nothing pins become private again, run by
+// run; their part of the file is punched out. A run that cannot be made private stays shared.
+void SharedPageTable::release_unused(uintptr_t begin, uintptr_t end) {
+  auto unused = [&](uintptr_t page) {
+    auto it = pages_.find(page);
+    return it != pages_.end() && it->second.users == 0 && pins_.count(page) == 0;
+  };
+  for (uintptr_t page = begin; page < end;) {
+    if (!unused(page)) {
+      page += kPage;
+      continue;
+    }
+    uintptr_t run_end = page + kPage;
+    while (run_end < end && unused(run_end))
+      run_end += kPage;
+    if (make_private(page, run_end)) {
+      for (uintptr_t p = page; p < run_end; p += kPage) {
+        fallocate(file_.fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                  static_cast<off_t>(pages_.at(p).file_offset), static_cast<off_t>(kPage));
+        pages_.erase(p);
+      }
+    } else {
+      log::warn(describe(page, run_end), ": no memory to make them private again; they stay ",
+                "shared with the peers");
+    }
+    page = run_end;
+  }
+}
+
+// One mmap replaces the private pages with the file's, which already hold their contents. If it
+// fails, the contents go back from the file into fresh private pages.
 void SharedPageTable::move_onto_file(uintptr_t begin, uintptr_t end, uint64_t file_offset) {
   const size_t bytes = end - begin;
-  if (ftruncate(fd_, static_cast<off_t>(file_offset + bytes)) != 0) {
-    throw TransportError(describe(begin, end) + ": no room in the shared memory file (" +
+  if (ftruncate(file_.fd, static_cast<off_t>(file_offset + bytes)) != 0) {
+    throw TransportError(describe(begin, end) + ": no room in the shared-page file (" +
                          std::strerror(errno) + ")");
   }
-  void* file = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
+  void* file = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, file_.fd,
                     static_cast<off_t>(file_offset));
   if (file == MAP_FAILED) {
     throw TransportError(describe(begin, end) + ": no shared memory for them (" +
                          std::strerror(errno) + ")");
   }
-  copy_pages(static_cast<std::byte*>(file), at(begin), bytes);
-  void* placed = mmap(at(begin), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd_,
-                      static_cast<off_t>(file_offset));
+  copy_pages(static_cast<std::byte*>(file), pointer_to(begin), bytes);
+  void* placed = mmap(pointer_to(begin), bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                      file_.fd, static_cast<off_t>(file_offset));
   const int error = errno;
+  if (placed != static_cast<void*>(pointer_to(begin))) {
+    if (mmap(pointer_to(begin), bytes, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED) {
+      std::memcpy(pointer_to(begin), file, bytes);
+    }
+  }
   munmap(file, bytes);
-  if (placed != static_cast<void*>(at(begin))) {
+  if (placed != static_cast<void*>(pointer_to(begin))) {
     throw TransportError(describe(begin, end) + ": mapping the shared memory over them failed (" +
                          std::strerror(error) + ")");
   }
 }
 
-// One mmap puts fresh private pages in place of the file's (the range is never unmapped); the
-// contents, copied aside first, go back with the first and last page first.
-void SharedPageTable::make_private(uintptr_t begin, uintptr_t end) {
+// A private copy, the first and last page copied last, moves over the range with one mremap
+// (the range is never unmapped nor zeroed); UCX's memory hooks are told the old pages are gone.
+// (A raw system call: UCX's hook of mremap drops the new address.) If the range no longer is
+// the file's (its memory was freed before deregister), it is left alone. False: no memory for
+// the copy, nothing changed.
+bool SharedPageTable::make_private(uintptr_t begin, uintptr_t end) {
+  if (!mapped_from_file(begin, end)) {
+    log::warn(describe(begin, end), " were unmapped or remapped while registered (freed before ",
+              "deregister?); left as they are");
+    return true;
+  }
   const size_t bytes = end - begin;
   void* copy = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (copy == MAP_FAILED) return;  // no room for a copy: the pages stay shared, losing nothing
-  auto* aside = static_cast<std::byte*>(copy);
-  std::memcpy(aside, at(begin), bytes);
-  void* back = mmap(at(begin), bytes, PROT_READ | PROT_WRITE,
-                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
-  if (back == static_cast<void*>(at(begin))) {
-    std::memcpy(at(begin), aside, kPage);
-    if (bytes > kPage) std::memcpy(at(end - kPage), aside + bytes - kPage, kPage);
-    if (bytes > 2 * kPage) std::memcpy(at(begin + kPage), aside + kPage, bytes - 2 * kPage);
+  if (copy == MAP_FAILED) return false;
+  copy_pages(static_cast<std::byte*>(copy), pointer_to(begin), bytes);
+  const long moved =
+      syscall(SYS_mremap, copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, pointer_to(begin));
+  if (moved == static_cast<long>(begin)) {
+    ucm_vm_munmap(pointer_to(begin), bytes);
+    return true;
   }
   munmap(copy, bytes);
-}
-
-PeerPages::PeerPages(int32_t pid, int32_t fd, const std::vector<PageRun>& runs) {
-  if (runs.empty()) {
-    why_ = "no pages";
-    return;
-  }
-  owner_begin_ = runs.front().address;
-  bytes_ = runs.back().address + runs.back().bytes - owner_begin_;
-  const std::string path = "/proc/" + std::to_string(pid) + "/fd/" + std::to_string(fd);
-  const int file = open(path.c_str(), O_RDWR | O_CLOEXEC);
-  if (file < 0) {
-    why_ = "open(" + path + "): " + std::strerror(errno);
-    return;
-  }
-  void* reserved =
-      mmap(nullptr, bytes_, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-  if (reserved == MAP_FAILED) {
-    why_ = std::string("no address space for the peer's pages: ") + std::strerror(errno);
-    close(file);
-    return;
-  }
-  mapped_ = static_cast<std::byte*>(reserved);
-  for (const PageRun& run : runs) {
-    void* placed = mmap(mapped_ + (run.address - owner_begin_), run.bytes, PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_FIXED, file, static_cast<off_t>(run.file_offset));
-    if (placed == MAP_FAILED) {
-      why_ = "mmap of " + path + ": " + std::strerror(errno);
-      munmap(mapped_, bytes_);
-      mapped_ = nullptr;
-      break;
-    }
-  }
-  close(file);
-}
-
-PeerPages::~PeerPages() {
-  if (mapped_ != nullptr) munmap(mapped_, bytes_);
-}
-
-std::byte* PeerPages::at(uint64_t address) const {
-  if (mapped_ == nullptr || address < owner_begin_ || address > owner_begin_ + bytes_)
-    return nullptr;
-  return mapped_ + (address - owner_begin_);
+  return false;
 }
 
 }  // namespace rankflow::transport

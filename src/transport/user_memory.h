@@ -10,7 +10,8 @@
 // pages change under a registration.
 //
 // Not shared (UCX_TLS=tcp,self, peers on other hosts): the range is registered with UCX in place
-// and nothing about its pages changes.
+// and nothing about its pages changes; they are pinned in the SharedPageTable meanwhile, so no
+// other registration moves them under UCX.
 //
 // Owns: the UCX memory handle and this range's use of its shared pages. Threads: as Context.
 #pragma once
@@ -41,11 +42,11 @@ class UserMemory {
   const std::vector<PageRun>& runs() const { return runs_; }
 
  private:
-  void release_pages();
-
   ucp_context_h ucp_;
   std::byte* base_;
   size_t bytes_;
+  uintptr_t pages_begin_ = 0;  // the whole pages the range spans
+  uintptr_t pages_end_ = 0;
   std::vector<PageRun> runs_;
   ucp_mem_h memh_ = nullptr;
 };

@@ -2,8 +2,6 @@
 // Runs on the thread that uses the Context.
 #include "transport/window.h"
 
-#include <unistd.h>
-
 #include <atomic>
 #include <cstring>
 #include <utility>
@@ -14,16 +12,6 @@
 
 namespace rankflow::transport {
 namespace {
-
-// Per-member record exchanged at creation (and at each attach): this header, then `runs`
-// PageRuns (a segment's shared pages, where it shares them), then the packed rkey.
-struct KeyHeader {
-  uint64_t base;
-  uint64_t bytes;
-  int32_t pid;
-  int32_t fd;  // of the process's shared-page file
-  uint64_t runs;
-};
 
 constexpr size_t kMinAllocation = 64;
 
@@ -97,78 +85,6 @@ void Window::allocate(size_t bytes) {
   local_base_ = static_cast<std::byte*>(attr.address);
   local_size_ = bytes;
   std::memset(local_base_, 0, attr.length);  // zeroed before any peer can see the rkey
-}
-
-// A member's key record: where its memory is, how large, and the packed rkey.
-std::vector<std::byte> Window::pack_record(ucp_mem_h memh, const void* base, size_t bytes,
-                                           const std::vector<PageRun>& runs) const {
-  void* packed = nullptr;
-  size_t packed_size = 0;  // no key for memory every peer maps (memh null)
-  if (memh != nullptr)
-    check_ucs(ucp_rkey_pack(context_->ucp(), memh, &packed, &packed_size), "ucp_rkey_pack");
-  const size_t runs_bytes = runs.size() * sizeof(PageRun);
-  std::vector<std::byte> record(sizeof(KeyHeader) + runs_bytes + packed_size);
-  const KeyHeader header{reinterpret_cast<uint64_t>(base), bytes, static_cast<int32_t>(getpid()),
-                         runs.empty() ? -1 : SharedPageTable::instance().fd(), runs.size()};
-  std::memcpy(record.data(), &header, sizeof(header));
-  if (runs_bytes > 0) std::memcpy(record.data() + sizeof(header), runs.data(), runs_bytes);
-  if (packed != nullptr) {
-    std::memcpy(record.data() + sizeof(header) + runs_bytes, packed, packed_size);
-    ucp_rkey_buffer_release(packed);
-  }
-  return record;
-}
-
-// Every member's record, by member; `what` names the exchange in a timeout.
-std::vector<std::vector<std::byte>> Window::allgather_records(const std::vector<std::byte>& mine,
-                                                              const std::string& what) const {
-  const int members = size();
-  std::vector<int> lengths(members), displacements(members, 0);
-  int my_length = static_cast<int>(mine.size());
-  MPI_Request request;
-  check_mpi(MPI_Iallgather(&my_length, 1, MPI_INT, lengths.data(), 1, MPI_INT, comm_, &request),
-            "MPI_Iallgather(rkey lengths)");
-  context_->mpi_wait(request, what + " (key lengths) for window '" + name_ + "'");
-  for (int r = 1; r < members; ++r)
-    displacements[r] = displacements[r - 1] + lengths[r - 1];
-  std::vector<std::byte> all(static_cast<size_t>(displacements.back() + lengths.back()));
-  check_mpi(MPI_Iallgatherv(mine.data(), my_length, MPI_BYTE, all.data(), lengths.data(),
-                            displacements.data(), MPI_BYTE, comm_, &request),
-            "MPI_Iallgatherv(rkeys)");
-  context_->mpi_wait(request, what + " for window '" + name_ + "'");
-  std::vector<std::vector<std::byte>> records(members);
-  for (int r = 0; r < members; ++r)
-    records[r].assign(all.begin() + displacements[r], all.begin() + displacements[r] + lengths[r]);
-  return records;
-}
-
-// A peer's memory from its record: its address, size and key, and a direct pointer where it
-// maps into this process: its shared pages, or what UCX maps (`own` is this member's own
-// memory, mapped by definition). `why` says why shared pages could not be mapped.
-Window::Extent Window::unpack_record(int peer, const std::vector<std::byte>& record, std::byte* own,
-                                     std::string* why) const {
-  KeyHeader header;
-  std::memcpy(&header, record.data(), sizeof(header));
-  std::vector<PageRun> runs(header.runs);
-  const size_t runs_bytes = runs.size() * sizeof(PageRun);
-  if (runs_bytes > 0) std::memcpy(runs.data(), record.data() + sizeof(header), runs_bytes);
-  Extent extent{header.base, header.bytes, nullptr, nullptr, nullptr};
-  if (record.size() > sizeof(KeyHeader) + runs_bytes) {
-    check_ucs(ucp_ep_rkey_unpack(peers_[peer].ep, record.data() + sizeof(KeyHeader) + runs_bytes,
-                                 &extent.rkey),
-              "ucp_ep_rkey_unpack for window '" + name_ + "' member " + std::to_string(peer));
-  }
-  void* mapped = nullptr;
-  if (peer == rank_) {
-    extent.mapped = own;
-  } else if (!runs.empty()) {
-    extent.pages = std::make_shared<PeerPages>(header.pid, header.fd, runs);
-    extent.mapped = extent.pages->at(header.base);
-    if (why != nullptr && extent.mapped == nullptr) *why = extent.pages->why();
-  } else if (extent.rkey != nullptr && ucp_rkey_ptr(extent.rkey, extent.base, &mapped) == UCS_OK) {
-    extent.mapped = static_cast<std::byte*>(mapped);
-  }
-  return extent;
 }
 
 void Window::exchange_keys() {
@@ -369,20 +285,21 @@ void Window::fence() {
 }
 
 template <typename Word>
-void Window::check_atomic(int peer, size_t offset, const char* operation) const {
+Window::Target Window::check_atomic(int peer, size_t offset, const char* operation) const {
   static_assert(sizeof(Word) == 4 || sizeof(Word) == 8, "atomics are 32- or 64-bit");
-  check_range(peer, offset, sizeof(Word), operation);
-  if (offset % sizeof(Word) != 0) {
+  const Target at = target(peer, offset, sizeof(Word), operation);
+  // The address too: a segment starts wherever the caller's memory does.
+  if (offset % sizeof(Word) != 0 || at.address % sizeof(Word) != 0) {
     throw InvalidArgument(std::string(operation) + ": " + where(peer) + ", offset " +
                           std::to_string(offset) + " is not aligned to the " +
                           std::to_string(sizeof(Word) * 8) + "-bit word size");
   }
+  return at;
 }
 
 template <typename Word>
 void Window::atomic_add(int peer, size_t offset, Word value) {
-  check_atomic<Word>(peer, offset, "atomic_add");
-  const Target at = target(peer, offset, sizeof(Word), "atomic_add");
+  const Target at = check_atomic<Word>(peer, offset, "atomic_add");
   if (at.rkey == nullptr) {
     std::atomic_ref<Word>(*reinterpret_cast<Word*>(at.mapped))
         .fetch_add(value, std::memory_order_acq_rel);
@@ -402,8 +319,7 @@ void Window::atomic_add(int peer, size_t offset, Word value) {
 template <typename Word>
 Word Window::fetching_atomic(ucp_atomic_op_t op, int peer, size_t offset, Word operand, Word reply,
                              const char* operation) {
-  check_atomic<Word>(peer, offset, operation);
-  const Target at = target(peer, offset, sizeof(Word), operation);
+  const Target at = check_atomic<Word>(peer, offset, operation);
   if (at.rkey == nullptr) {
     std::atomic_ref<Word> word(*reinterpret_cast<Word*>(at.mapped));
     if (op == UCP_ATOMIC_OP_ADD) return word.fetch_add(operand, std::memory_order_acq_rel);
@@ -442,7 +358,7 @@ template uint64_t Window::compare_swap<uint64_t>(int, size_t, uint64_t, uint64_t
 template <typename Word>
 Word Window::wait_word(size_t offset, Compare cmp, Word value, const char* operation, int peer,
                        std::chrono::nanoseconds timeout) const {
-  check_atomic<Word>(rank_, offset, operation);
+  (void)check_atomic<Word>(rank_, offset, operation);
   (void)to_string(cmp);  // InvalidArgument for a comparison that does not exist
   std::atomic_ref<Word> word(*reinterpret_cast<Word*>(local_ptr(offset, operation)));
   Word seen = 0;

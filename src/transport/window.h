@@ -20,6 +20,7 @@
 
 #include "rankflow/team.h"
 #include "transport/context.h"
+#include "transport/peer_pages.h"
 #include "transport/user_memory.h"
 
 namespace rankflow::transport {
@@ -97,12 +98,15 @@ class Window {
   // [k * kSegmentStride, k * kSegmentStride + bytes) on every member, above any window's size,
   // so a segment offset works wherever a window offset does (put, get, remote_ptr, atomics, waits).
   static constexpr size_t kSegmentStride = size_t{1} << 49;
+  static constexpr size_t kMaxSegments = size_t{1} << 15;  // offsets stay below 2^64
   // Collective: attaches [base, base + bytes) of this member's memory and returns its window
-  // offset (the same on every member). Where every member maps every other member's window
+  // offset (the same on every member; at most kMaxSegments - 1 attaches in a window's life,
+  // detached ones included). Where every member maps every other member's window
   // (mapped_everywhere()), the memory is shared with them (transport/user_memory.h: its pages are
   // remapped, with their contents) and mapped by every peer; otherwise it is registered in place
-  // for UCX. Throws TransportError on every member, naming the members that could not (and why,
-  // on those), when any could not; the memory is then as it was on every member.
+  // for UCX. Throws TransportError on every member, naming the lowest member that could not (and
+  // why, on those that could not), when any could not; the memory is then as it was on every
+  // member.
   size_t attach(void* base, size_t bytes);
   // Local: detaches the segment at `offset`: its memory is plain private memory again, with its
   // contents, and this member's keys for the peers' segments at `offset` are released. Every
@@ -141,6 +145,8 @@ class Window {
   Target target(int peer, size_t offset, size_t bytes, const char* operation) const;
   void release_segments();
   int first_failure(bool succeeded, const char* what) const;
+  void refuse_unless_all(bool succeeded, const std::string& segment, const std::string& failure,
+                         const char* what) const;
 
   Window(std::shared_ptr<Context> context, MPI_Comm comm, std::string name);
   void allocate(size_t bytes);
@@ -156,7 +162,7 @@ class Window {
   void release();
   const Peer& peer_at(int peer, const char* operation) const;
   template <typename Word>
-  void check_atomic(int peer, size_t offset, const char* operation) const;
+  Target check_atomic(int peer, size_t offset, const char* operation) const;
   template <typename Word>
   Word wait_word(size_t offset, Compare cmp, Word value, const char* operation, int peer,
                  std::chrono::nanoseconds timeout) const;

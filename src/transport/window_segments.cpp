@@ -52,50 +52,67 @@ int Window::first_failure(bool succeeded, const char* what) const {
   return -1;
 }
 
+// Three steps, each ending in an agreement so that every member fails alike: make the memory
+// reachable, exchange the records, map the peers'. A member whose step failed still takes part
+// in the exchanges (with an empty record), so none waits for it.
 size_t Window::attach(void* base, size_t bytes) {
   if (closed_) throw InvalidState("attach on closed window '" + name_ + "'");
+  const size_t index = segments_.size() + 1;  // the same on every member
   std::unique_ptr<UserMemory> memory;
-  std::string failure;
+  std::string failure;  // why this member could not
+  if (index >= kMaxSegments) {
+    failure = "more than " + std::to_string(kMaxSegments - 1) + " segments in the window's life";
+  } else {
+    try {
+      memory = std::make_unique<UserMemory>(context_->ucp(), static_cast<std::byte*>(base), bytes,
+                                            mapped_everywhere_);
+    } catch (const Error& e) {
+      failure = e.what();
+    }
+  }
+  const std::string segment = "segment " + std::to_string(index);
+  refuse_unless_all(failure.empty(), segment, failure, "could not make its memory reachable");
+
+  std::vector<std::byte> mine;
   try {
-    memory = std::make_unique<UserMemory>(context_->ucp(), static_cast<std::byte*>(base), bytes,
-                                          mapped_everywhere_);
+    mine = pack_record(memory->memh(), memory->base(), memory->bytes(), memory->runs());
   } catch (const Error& e) {
     failure = e.what();
   }
-  const std::string segment = "segment " + std::to_string(segments_.size() + 1);
-  auto refuse = [&](int member, const std::string& why) {
-    throw TransportError("window '" + name_ + "': " + segment + " is attached on no member: " +
-                         (failure.empty()
-                              ? "member " + std::to_string(member) + " (rank " +
-                                    std::to_string(peers_[member].world_rank) + ") " + why
-                              : failure));
-  };
-  if (const int failed = first_failure(memory != nullptr, "segment agreement"); failed >= 0)
-    refuse(failed, "could not make its memory reachable");
-
-  const auto records = allgather_records(
-      pack_record(memory->memh(), memory->base(), memory->bytes(), memory->runs()),
-      "segment key exchange");
-  std::vector<Extent> extents;
-  bool mapped = true;
-  std::string why;
-  for (int r = 0; r < size(); ++r) {
-    extents.push_back(unpack_record(r, records[r], memory->base(), &why));
-    mapped = mapped && extents.back().mapped != nullptr;
+  const auto records = allgather_records(mine, "segment key exchange");
+  std::vector<Extent> extents(static_cast<size_t>(size()));
+  for (int r = 0; r < size() && failure.empty(); ++r) {
+    try {
+      extents[r] = unpack_record(r, records[r], memory->base(), &failure);
+      // Where the window is mapped everywhere its protocols store straight into peers' memory,
+      // so a segment must be too.
+      if (extents[r].mapped == nullptr && mapped_everywhere_ && failure.empty())
+        failure = "member " + std::to_string(r) + "'s memory cannot be mapped here";
+    } catch (const Error& e) {
+      failure = e.what();
+    }
   }
-  // Where the window is mapped everywhere its protocols store straight into peers' memory, so a
-  // segment must be too.
-  if (const int failed = first_failure(mapped || !mapped_everywhere_, "segment mapping agreement");
-      failed >= 0) {
+  if (!failure.empty()) {
     for (Extent& e : extents)
       release_extent(e);
-    if (failure.empty() && !why.empty()) failure = "member " + std::to_string(rank_) + ": " + why;
-    refuse(failed, "cannot map every peer's memory");
   }
+  refuse_unless_all(failure.empty(), segment, failure, "could not reach every peer's memory");
   for (int r = 0; r < size(); ++r)
     peers_[r].segments.push_back(extents[r]);
   segments_.push_back(std::move(memory));
-  return segments_.size() * kSegmentStride;
+  return index * kSegmentStride;
+}
+
+// Collective: throws the same TransportError on every member unless every member succeeded,
+// naming the lowest that did not (and, on the members that failed, why).
+void Window::refuse_unless_all(bool succeeded, const std::string& segment,
+                               const std::string& failure, const char* what) const {
+  const int failed = first_failure(succeeded, "segment agreement");
+  if (failed < 0) return;
+  throw TransportError("window '" + name_ + "': " + segment + " is attached on no member: " +
+                       (succeeded ? "member " + std::to_string(failed) + " (rank " +
+                                        std::to_string(peers_[failed].world_rank) + ") " + what
+                                  : failure));
 }
 
 void Window::detach(size_t offset) {

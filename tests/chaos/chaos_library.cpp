@@ -14,7 +14,7 @@
 //                        naming the operation.
 //   registered-absent    both register their arrays, then one member never enters the
 //                        allreduce on them (in place on shared pages): the others get Timeout
-//                        naming rank, operation and peer, and their array keeps its contents.
+//                        naming rank, operation and peer.
 //
 //   mpirun -n 2 build/tests/chaos_library staging-oom
 #include <mpi.h>
