@@ -92,11 +92,10 @@ class SymmetricBuffer {
 // others' memory (one host, the default transports), its pages are shared with the members: a
 // collective whose send and recv are both registered runs in place on them, zero-copy, as on
 // alloc() memory (and under the same rule: every member passes the same offset into its k-th
-// registration). Over UCX_TLS=tcp,self (other hosts) it is registered with UCX in place and
-// runs in place too, through UCX's transfers. Memory that cannot be shared (a file mapping, the
-// stack, read-only pages) is staged on every member, with the staging window made large enough
-// at registration. docs/collectives.md, "Registered buffers", says what sharing does to the
-// pages. data() and bytes() after deregister are an InvalidArgument.
+// registration). Over UCX_TLS=tcp,self (other hosts), and for memory that cannot be shared (a
+// file mapping, the stack, read-only pages), it is staged on every member, with the staging
+// window made large enough at registration. docs/collectives.md, "Registered buffers", says what
+// sharing does to the pages. data() and bytes() after deregister are an InvalidArgument.
 class RegisteredBuffer {
  public:
   RegisteredBuffer() = default;

@@ -40,6 +40,9 @@ bool RegisteredMemory::attach(const std::shared_ptr<Registration>& r) {
     coll_ = make_collective_context(context_, comm_, {}, "registered");
     if (timeout_.count() > 0) coll_->team().set_timeout(timeout_);
   }
+  // Without shared memory a peer reaches the buffer through UCX's transfers, which measured
+  // slower than the staged path (allgather of 1 MiB over tcp: 400 against 104 us).
+  if (!coll_->team().mapped_everywhere()) return false;
   const std::shared_ptr<transport::Window> window = transport::TeamState::of(coll_->team())->window;
   size_t offset = 0;
   try {

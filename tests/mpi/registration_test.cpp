@@ -120,15 +120,17 @@ TEST(Registration, CollectivesOnRegisteredMemoryRunInPlace) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   const size_t bytes = (size_t{5} << 20) + static_cast<size_t>(world_rank()) * 4096;
   std::vector<float> a(bytes / sizeof(float), 1.0f), b(a.size());
-  const size_t staging = api::staging_bytes(comm);
-  ASSERT_LT(staging, bytes) << "the test needs a registration larger than the first window";
+  ASSERT_LT(api::staging_bytes(comm), bytes) << "the test needs a registration larger than it";
   RegisteredBuffer ra = comm.register_buffer(a.data(), bytes);
   RegisteredBuffer rb = comm.register_buffer(b.data(), bytes);
+  const size_t staging = api::staging_bytes(comm);  // grown at registration where staged
   EXPECT_EQ(shared(a.data()), api::maps_peers(comm)) << mapping_of(a.data());
   EXPECT_EQ(shared(b.data() + b.size() - 1), api::maps_peers(comm));
   const size_t staged = api::staged_collectives(comm);
   const size_t count = (size_t{5} << 20) / sizeof(float);
-  EXPECT_TRUE(api::runs_in_place(comm, a.data(), count * 4, b.data(), count * 4));
+  // Over TCP (no shared memory) registered buffers stay staged: that measured faster.
+  EXPECT_EQ(api::runs_in_place(comm, a.data(), count * 4, b.data(), count * 4),
+            api::maps_peers(comm));
   const float p = static_cast<float>(comm.size());
   for (int round = 0; round < 3; ++round) {
     // The caller's own stores between calls reach the peers: each round's input is new.
@@ -142,7 +144,9 @@ TEST(Registration, CollectivesOnRegisteredMemoryRunInPlace) {
     ASSERT_EQ(b[count / 2], p) << "round " << round;
     MPI_Barrier(MPI_COMM_WORLD);  // the program's own MPI call between rankflow's
   }
-  EXPECT_EQ(api::staged_collectives(comm), staged) << "a collective on registered memory staged";
+  if (api::maps_peers(comm)) {
+    EXPECT_EQ(api::staged_collectives(comm), staged) << "a collective on shared memory staged";
+  }
   EXPECT_EQ(api::staging_bytes(comm), staging) << "a collective on registered memory grew it";
   comm.deregister(ra);
   comm.deregister(rb);
@@ -170,7 +174,7 @@ TEST(Registration, PagesSharedByTwoBuffersAndTheirNeighboursKeepTheirContents) {
     ASSERT_EQ(memory[i], static_cast<float>(i % 1000) + static_cast<float>(r))
         << "element " << i << " changed at registration";
   }
-  EXPECT_TRUE(api::runs_in_place(comm, first, n * 4, second, n * 4));
+  EXPECT_EQ(api::runs_in_place(comm, first, n * 4, second, n * 4), api::maps_peers(comm));
   comm.allreduce(first, second, n, DType::kF32, ReduceOp::kSum);
   const float ranks = static_cast<float>(p * (p - 1) / 2);
   for (size_t i = 0; i < n; ++i) {
@@ -228,9 +232,7 @@ TEST(Registration, MemoryThatCannotBeSharedOnOneMemberIsStagedOnEveryMember) {
   comm.allreduce(in, out.data(), 4096, DType::kF32, ReduceOp::kSum);
   EXPECT_EQ(out[4095], 1.5f * static_cast<float>(comm.size()));
   EXPECT_FALSE(shared(in));
-  // Over TCP nothing is shared and the stack registers in place like any memory.
-  EXPECT_EQ(api::runs_in_place(comm, in, sizeof on_stack, out.data(), sizeof on_stack),
-            !api::maps_peers(comm));
+  EXPECT_FALSE(api::runs_in_place(comm, in, sizeof on_stack, out.data(), sizeof on_stack));
 }
 
 TEST(Registration, BadRegistrationsFailOnEveryMemberAlike) {
