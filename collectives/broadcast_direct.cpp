@@ -14,18 +14,13 @@
 #include <cstring>
 
 #include "collectives/collective.h"
+#include "collectives/pipeline_chunks.h"
 #include "collectives/stage_copy.h"
 
 namespace rankflow::coll {
 namespace {
 
 constexpr size_t kSplitFrom = 256 * 1024;
-constexpr size_t kMinChunk = 64 * 1024;
-constexpr size_t kMaxChunks = 16;
-
-size_t chunk_bytes(size_t bytes) {
-  return std::max(kMinChunk, (bytes + kMaxChunks - 1) / kMaxChunks);
-}
 
 CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) {
   const size_t half = bytes / 2;
@@ -47,7 +42,7 @@ CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) 
 
 CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
                          const std::byte* stage_from, bool streams) {
-  const size_t chunk = out != nullptr ? chunk_bytes(bytes) : bytes;
+  const size_t chunk = out != nullptr ? pipeline_chunk_bytes(bytes) : bytes;
   if (c.rank() == root) {
     for (size_t first = 0; first < bytes; first += chunk) {
       const size_t length = std::min(chunk, bytes - first);

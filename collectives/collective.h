@@ -54,6 +54,19 @@ CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
 CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_bytes,
                          std::byte* out_ptr = nullptr);
 
+// The mesh on the caller's own memory, staging `send` chunk by chunk while the peers fetch
+// (allgather_pipelined.cpp, all_to_all_pipelined.cpp): `out` is the caller's result, `send` its
+// input, staged at src with non-temporal stores when `stream_staging`. With a null `send` or
+// `out` (symmetric memory, or an input staged before the call) they run the mesh.
+CollTask allgather_pipelined(CollContext& c, size_t src, size_t dst, size_t block, size_t elem_size,
+                             const std::byte* send, std::byte* out, bool stream_staging);
+CollTask allgather_pipelined_staged(CollContext& c, size_t src, size_t block, const std::byte* send,
+                                    std::byte* out, bool stream_staging);
+CollTask all_to_all_pipelined(CollContext& c, size_t src, size_t dst, size_t block,
+                              const std::byte* send, std::byte* out, bool stream_staging);
+CollTask all_to_all_pipelined_staged(CollContext& c, size_t src, size_t block,
+                                     const std::byte* send, std::byte* out, bool stream_staging);
+
 // Small blocks through the low-latency inbox, one round, any local memory (see the files):
 // true when blocks of `block_bytes` fit a slot.
 bool pushes_blocks(const CollContext& c, size_t block_bytes);

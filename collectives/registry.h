@@ -118,6 +118,7 @@ struct ExchangeArgs {  // allgather and all_to_all
   size_t elem_size;
   const std::byte* src_ptr = nullptr;
   std::byte* dst_ptr = nullptr;
+  bool stream_staging = false;  // stages_src algorithms: stage with non-temporal stores
 };
 struct ReduceScatterArgs {
   size_t src;

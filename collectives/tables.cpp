@@ -110,12 +110,21 @@ CollTask allgather_mesh_entry(CollContext& c, const ExchangeArgs& a) {
   return allgather_mesh(c, a.src, a.dst, a.block_bytes / a.elem_size, a.elem_size, a.dst_ptr);
 }
 
+CollTask allgather_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
+  return allgather_pipelined(c, a.src, a.dst, a.block_bytes, a.elem_size, a.src_ptr, a.dst_ptr,
+                             a.stream_staging);
+}
+
 constexpr AllgatherAlgorithm kAllgather[] = {
     {"pushed", &allgather_pushed_entry, "each block into every peer's inbox, one round",
      "allgather(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
      "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
      kStreamedAllgatherStaging, kReadInPlaceSymmetric},
+    {"pipelined", &allgather_pipelined_entry,
+     "the mesh, with peers reading each chunk of the staged input while the next is staged",
+     "allgather(pipelined)", kAnyMessage, kNoMessage, kNoMessage, true, true,
+     kStreamedAllgatherStaging},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Allgather on the communicator (blocking calls)",
@@ -206,12 +215,21 @@ CollTask all_to_all_mesh_entry(CollContext& c, const ExchangeArgs& a) {
   return all_to_all_mesh(c, a.src, a.dst, a.block_bytes, a.dst_ptr);
 }
 
+CollTask all_to_all_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
+  return all_to_all_pipelined(c, a.src, a.dst, a.block_bytes, a.src_ptr, a.dst_ptr,
+                              a.stream_staging);
+}
+
 constexpr AllToAllAlgorithm kAllToAll[] = {
     {"pushed", &all_to_all_pushed_entry, "block p into member p's inbox, one round",
      "all_to_all(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
      "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
      kStreamedAllToAllStaging, kReadInPlaceSymmetric},
+    {"pipelined", &all_to_all_pipelined_entry,
+     "the mesh, with peers reading each chunk of the staged blocks while the next is staged",
+     "all_to_all(pipelined)", kAnyMessage, kNoMessage, kNoMessage, true, true,
+     kStreamedAllToAllStaging},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Alltoall on the communicator (blocking calls)",

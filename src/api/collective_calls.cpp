@@ -9,6 +9,7 @@
 
 #include "api/communicator_impl.h"
 #include "api/mpi_collectives.h"
+#include "api/mpi_pairwise.h"
 #include "collectives/registry.h"
 #include "rankflow/communicator.h"
 
@@ -18,28 +19,33 @@ namespace {
 
 // Launches `chosen` on send/recv: straight from and into the caller's memory where it pushes
 // (nothing staged), else through prepare_pair, copying in and out only what the algorithm does
-// not do itself. `args(src, dst, src_ptr, dst_ptr)` builds the algorithm's arguments.
+// not do itself. `args(src, dst, src_ptr, dst_ptr, streams)` builds the algorithm's arguments.
+// `stage_now`: send is copied in before the algorithm starts even where it stages its source
+// itself (src_ptr null then): non-blocking calls of algorithms that stage while their peers
+// read, whose caller may reuse a plain buffer as soon as the call returns.
 template <typename Args, typename MakeArgs>
 void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
                        const coll::Algorithm<Args>& chosen, size_t bytes, const void* send,
-                       size_t send_bytes, void* recv, size_t recv_bytes, MakeArgs&& args) {
+                       size_t send_bytes, void* recv, size_t recv_bytes, MakeArgs&& args,
+                       bool stage_now = false) {
   const auto* src_ptr = static_cast<const std::byte*>(send);
   auto* dst_ptr = static_cast<std::byte*>(recv);
   coll::CollContext& staging = impl.staging();
   if (chosen.pushes.holds(bytes, impl.size(), staging.has_inbox())) {
     impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
-      return chosen.run(c, args(0, 0, src_ptr, dst_ptr));
+      return chosen.run(c, args(0, 0, src_ptr, dst_ptr, false));
     });
     return;
   }
-  impl.prepare_pair(state, chosen.label, send, send_bytes, recv, recv_bytes, !chosen.stages_src,
-                    !chosen.writes_dst, chosen.streams_staged.holds(bytes, impl.size(), true),
-                    [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
-                      const bool staged = staged_recv != nullptr;  // else symmetric memory
-                      return chosen.run(
-                          c, args(src, dst, chosen.stages_src && staged ? src_ptr : nullptr,
-                                  chosen.writes_dst ? staged_recv : nullptr));
-                    });
+  const bool copy_in = !chosen.stages_src || stage_now;
+  const bool streams = chosen.streams_staged.holds(bytes, impl.size(), true);
+  impl.prepare_pair(
+      state, chosen.label, send, send_bytes, recv, recv_bytes, copy_in, !chosen.writes_dst, streams,
+      [&](coll::CollContext& c, size_t src, size_t dst, std::byte* staged_recv) {
+        const bool staged = staged_recv != nullptr;  // else symmetric memory
+        return chosen.run(c, args(src, dst, !copy_in && staged ? src_ptr : nullptr,
+                                  chosen.writes_dst ? staged_recv : nullptr, streams));
+      });
 }
 
 Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
@@ -56,7 +62,7 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   }
   return impl.launch(blocking, [&](RequestState& state) {
     prepare_algorithm(impl, state, chosen, bytes, send, bytes, recv, bytes,
-                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool) {
                         return coll::AllreduceArgs{src, dst, count, &reducer, sp, dp};
                       });
   });
@@ -71,16 +77,23 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
   const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block,
                                    impl.buffers_of(send, block, recv, total), open_mpi);
+  if (chosen.open_mpi && impl.size() == 2) {
+    return impl.run_open_mpi_pair(chosen.label, [&](const api::PairCall& call, auto& scratch) {
+      api::pair_allgather(call, send, recv, block, scratch);
+    });
+  }
   if (chosen.open_mpi) {
     return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>& scratch) {
       api::run_allgather(comm, impl.size(), send, recv, block, scratch);
     });
   }
   return impl.launch(blocking, [&](RequestState& state) {
-    prepare_algorithm(impl, state, chosen, block, send, block, recv, total,
-                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
-                        return coll::ExchangeArgs{src, dst, block, es, sp, dp};
-                      });
+    prepare_algorithm(
+        impl, state, chosen, block, send, block, recv, total,
+        [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool s) {
+          return coll::ExchangeArgs{src, dst, block, es, sp, dp, s};
+        },
+        !blocking);
   });
 }
 
@@ -101,7 +114,7 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
   }
   return impl.launch(blocking, [&](RequestState& state) {
     prepare_algorithm(impl, state, chosen, block, send, total, recv, block,
-                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
+                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool) {
                         return coll::ReduceScatterArgs{src, dst, count, &reducer, sp, dp};
                       });
   });
@@ -115,6 +128,11 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(bytes);
   const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes,
                                    impl.buffers_of(buffer, bytes, buffer, bytes), open_mpi);
+  if (chosen.open_mpi && impl.size() == 2) {
+    return impl.run_open_mpi_pair(chosen.label, [&](const api::PairCall& call, auto&) {
+      api::pair_broadcast(call, buffer, bytes, root);
+    });
+  }
   if (chosen.open_mpi) {
     return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>&) {
       api::run_broadcast(comm, buffer, bytes, root);
@@ -151,16 +169,23 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
   const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block,
                                    impl.buffers_of(send, total, recv, total), open_mpi);
+  if (chosen.open_mpi && impl.size() == 2) {
+    return impl.run_open_mpi_pair(chosen.label, [&](const api::PairCall& call, auto& scratch) {
+      api::pair_all_to_all(call, send, recv, block, scratch);
+    });
+  }
   if (chosen.open_mpi) {
     return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>& scratch) {
       api::run_all_to_all(comm, impl.size(), send, recv, block, scratch);
     });
   }
   return impl.launch(blocking, [&](RequestState& state) {
-    prepare_algorithm(impl, state, chosen, block, send, total, recv, total,
-                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp) {
-                        return coll::ExchangeArgs{src, dst, block, dtype_size(dtype), sp, dp};
-                      });
+    prepare_algorithm(
+        impl, state, chosen, block, send, total, recv, total,
+        [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool s) {
+          return coll::ExchangeArgs{src, dst, block, dtype_size(dtype), sp, dp, s};
+        },
+        !blocking);
   });
 }
 

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "api/buffer_placement.h"
+#include "api/mpi_pairwise.h"
 #include "api/registrations.h"
 #include "collectives/collective.h"
 #include "collectives/registry.h"
@@ -301,7 +302,23 @@ class CommunicatorImpl {
       coll::CollTask arrival = coll::barrier_arrival(staging);
       staging.run(arrival, {});
     }
-    run(comm_, mpi_scratch_);
+    run(comm_, open_mpi_.scratch);
+    return Request();
+  }
+  // On two members the exchanges run Open MPI's point-to-point instead, `run(call, scratch)`
+  // (api/mpi_pairwise.h): its messages say both members are here, so no arrival goes first,
+  // and its wait has the communicator's timeout. Each call gets the next sequence number.
+  template <typename Run>
+  Request run_open_mpi_pair(const char* label, Run&& run) {
+    api::PairCall call{};
+    {
+      transport::ProgressThread::Guard guard(progress_thread());
+      live();
+      finish_outstanding();
+      call = {comm_, rank_, label, placement_->staging().team().timeout(),
+              open_mpi_.pair_sequence++};
+    }
+    run(call, open_mpi_.scratch);
     return Request();
   }
   // Which kind of memory send and recv are (BufferPlacement::symmetric): the tables choose by it.
@@ -341,8 +358,11 @@ class CommunicatorImpl {
   std::weak_ptr<RequestState> outstanding_;
   RequestState blocking_;
   std::weak_ptr<CommunicatorImpl> self_;
-  bool adopted_ = false;                // a domain's communicator (adopt)
-  std::vector<std::byte> mpi_scratch_;  // a copy of an overlapping input for Open MPI's call
+  bool adopted_ = false;  // a domain's communicator (adopt)
+  struct OpenMpiCalls {
+    std::vector<std::byte> scratch;  // a copy of an overlapping input for Open MPI's call
+    uint32_t pair_sequence = 0;      // run_open_mpi_pair's calls so far
+  } open_mpi_;
 };
 
 }  // namespace rankflow
