@@ -45,17 +45,17 @@ constexpr Ranges kOnephasePlain = kTwoMembers(4097, 32 << 10);
 constexpr Ranges kTwophaseSymmetric = kTwoMembers(1025, kInbox);
 // The exchanges and broadcast on symmetric buffers: reading in place beats one inbox round from
 // 2 KiB blocks (the slot's copy costs more than a read). Broadcast: pushed beats streamed at
-// 512 B.
+// 512 B on symmetric buffers (on plain ones streamed wins there: 2026-12-03 sweep).
 constexpr Ranges kReadInPlaceSymmetric = kTwoMembers(1025, kInbox);
 constexpr Ranges kPushedBroadcast = kTwoMembers(257, 512);
-// Open MPI's own collective (the `mpi` entries) on plain buffers: on one host it copies a message
-// once, through CMA, where a staged path copies it into the window and the peers copy it out.
-// allgather blocks of 16 KiB and from 512 KiB; all_to_all blocks from 8 KiB; broadcast at
-// 8-512 KiB. Never for allreduce and reduce_scatter, whose staged paths reduce while they copy.
-// (The staged exchanges swing with the machine's phase: the sweep before this one found the
-// staged allgather faster from 8 MiB blocks and Open MPI's at 32-256 KiB.)
-constexpr Ranges kOpenMpiAllgather{kTwoMembers((8 << 10) + 1, 16 << 10),
-                                   kTwoMembers((256 << 10) + 1, SIZE_MAX)};
+// Open MPI (the `mpi` entries) on plain buffers: on one host it copies a message once, through
+// CMA, where a staged path copies it into the window and the peers copy it out. On two members
+// it runs as a pairwise exchange that copies the own block while the transfer runs
+// (api/mpi_pairwise.h). allgather blocks from 16 KiB; all_to_all blocks from 8 KiB; broadcast
+// at 8-512 KiB. Never for allreduce and reduce_scatter, whose staged paths reduce while they
+// copy. (2026-12-03 sweep; the one before, with Open MPI's collective behind a barrier, had the
+// staged allgather at 32-256 KiB blocks.)
+constexpr Ranges kOpenMpiAllgather = kTwoMembers((8 << 10) + 1, SIZE_MAX);
 constexpr Ranges kOpenMpiAllToAll = kTwoMembers(4097, SIZE_MAX);
 constexpr Ranges kOpenMpiBroadcast = kTwoMembers(4097, 512 << 10);
 
@@ -187,7 +187,7 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
      "broadcast(streamed)", kStreamed, kStreamed, kStreamed, true, false},
     {"pushed", &broadcast_pushed_entry, "two members: the root pushes into the peer's inbox",
      "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false, kNoMessage,
-     kPushedBroadcast, kPushedBroadcast},
+     kPushedBroadcast},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
      kAnyMessage, kAnyMessage, kNoMessage, true, true, kStreamedBroadcastStaging,
      kReadInPlaceSymmetric},

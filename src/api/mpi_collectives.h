@@ -5,8 +5,9 @@
 // collective is the faster one and the communicator runs it on its own duplicate of the
 // program's MPI_Comm, blocking (Open MPI's non-blocking collectives run other, slower
 // algorithms: × 0.3-0.6 of the blocking ones at 16 KiB-8 MiB here). Where mpi_takes_*() says
-// MPI cannot take a call, the communicator chooses without Open MPI. Runs on the thread that
-// calls the communicator.
+// MPI cannot take a call, the communicator chooses without Open MPI. On two members the
+// exchanges and broadcast use Open MPI's point-to-point instead (api/mpi_pairwise.h). Runs on
+// the thread that calls the communicator.
 #pragma once
 
 #include <mpi.h>

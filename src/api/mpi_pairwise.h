@@ -19,8 +19,9 @@
 namespace rankflow::api {
 
 // One call: the communicator's duplicate, this member's rank (0 or 1), the operation named in a
-// Timeout ("allgather(mpi)"), the limit, and the call's sequence number (its tag, so that a
-// message left over from a call that timed out never matches a later one).
+// Timeout ("allgather(mpi)"), the limit, and the call's number among the communicator's pair
+// calls (its tag, which a Timeout names). After a Timeout the members are out of step, as after
+// any: the communicator must be closed.
 struct PairCall {
   MPI_Comm comm;
   int rank;

@@ -254,5 +254,44 @@ TEST(OpenMpiChoice, MemberThatNeverArrivesTimesOut) {
   comm.close();
 }
 
+// Two members that pass different kinds of buffer choose different algorithms (symmetric
+// memory reads in place, plain memory runs Open MPI's point-to-point): neither hangs. The
+// member on plain memory ends in a Timeout that names its peer and says what went wrong.
+TEST(OpenMpiChoice, MembersWithDifferentKindsOfBufferTimeOut) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  if (comm.size() != 2) {
+    comm.close();
+    GTEST_SKIP() << "Open MPI's point-to-point runs on two members";
+  }
+  comm.set_timeout(500ms);
+  // Blocks of 16 KiB: Open MPI's on plain buffers, read in place on symmetric ones.
+  const size_t count = 4096;
+  ASSERT_TRUE(
+      coll::allgather_table().builtin(count * 4, 2, true, coll::Buffers::kPlain, true).open_mpi);
+  ASSERT_FALSE(coll::allgather_table()
+                   .builtin(count * 4, 2, true, coll::Buffers::kSymmetric, true)
+                   .open_mpi);
+  SymmetricBuffer arena = comm.alloc(3 * count * sizeof(int32_t));
+  std::vector<int32_t> send(count, 1), recv(2 * count);
+  auto* symmetric = static_cast<int32_t*>(arena.data());
+  const bool plain = comm.rank() == 1;
+  try {
+    if (plain) {
+      comm.allgather(send.data(), recv.data(), count, DType::kI32);
+    } else {
+      comm.allgather(symmetric, symmetric + count, count, DType::kI32);
+    }
+    ADD_FAILURE() << "members on different kinds of buffer must time out";
+  } catch (const Timeout& e) {
+    if (plain) {
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("allgather(mpi): rank 1 of 2"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("for peer 0"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("chose another algorithm"));
+    }
+  }
+  MPI_Barrier(MPI_COMM_WORLD);  // both calls have timed out
+  comm.close();                 // (releases the arena on both members alike)
+}
+
 }  // namespace
 }  // namespace rankflow::test
