@@ -43,7 +43,7 @@ runtime_targets="rankflow_unit_tests runtime_test task_args_test runtime_scenari
   host_buffer_test sub_group_test async_run_test domain_buffer_test"
 case "$job" in
   asan) targets="$runtime_targets transport collectives algorithm_override collectives_stream
-          embedding_test chip_death_test registration chaos_library" ;;
+          embedding_test chip_death_test registration open_mpi_choice chaos_library" ;;
   tsan) targets="$runtime_targets" ;;
 esac
 start=$(date +%s)
@@ -72,7 +72,7 @@ case "$job" in
     # The memory-exhaustion chaos cases cap the address space, which ASan's shadow memory
     # cannot live under; they run in the default suite.
     exclude='^chaos\.(staging|alloc|arena)_oom'
-    tests='^(unit|transport\.np[23]|collectives\.np[23]|algorithm_override|collectives_stream|runtime\.|domains\.|embedding|registration|chaos\.)'
+    tests='^(unit|transport\.np[23]|collectives\.np[23]|algorithm_override|collectives_stream|runtime\.|domains\.|embedding|registration|open_mpi_choice|chaos\.)'
     # The unit tests run without MPI: leaks there are rankflow's own.
     ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=0/detect_leaks=1}" \
       ctest --test-dir "$build" --output-on-failure -R '^unit$'

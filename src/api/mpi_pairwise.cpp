@@ -20,6 +20,7 @@ bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
 }
 
 const void* copied(const void* data, size_t bytes, std::vector<std::byte>& scratch) {
+  if (bytes == 0) return data;  // nothing to keep apart (and no scratch to copy into)
   scratch.resize(bytes);
   std::memcpy(scratch.data(), data, bytes);
   return scratch.data();
