@@ -17,7 +17,7 @@ namespace rankflow::coll {
 CollTask all_to_all_pipelined(CollContext& c, size_t src, size_t dst, size_t block,
                               const std::byte* send, std::byte* out, bool stream_staging) {
   if (block == 0) return CollTask::finished();
-  if (send == nullptr || out == nullptr || c.size() == 1) {
+  if (send == nullptr || out == nullptr) {
     return all_to_all_mesh(c, src, dst, block, out);
   }
   return all_to_all_pipelined_staged(c, src, block, send, out, stream_staging);

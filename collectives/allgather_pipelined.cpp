@@ -18,7 +18,7 @@ namespace rankflow::coll {
 CollTask allgather_pipelined(CollContext& c, size_t src, size_t dst, size_t block, size_t elem_size,
                              const std::byte* send, std::byte* out, bool stream_staging) {
   if (block == 0) return CollTask::finished();
-  if (send == nullptr || out == nullptr || c.size() == 1) {
+  if (send == nullptr || out == nullptr) {
     return allgather_mesh(c, src, dst, block / elem_size, elem_size, out);
   }
   return allgather_pipelined_staged(c, src, block, send, out, stream_staging);

@@ -57,7 +57,8 @@ CollTask all_to_all_mesh(CollContext& c, size_t src, size_t dst, size_t block_by
 // The mesh on the caller's own memory, staging `send` chunk by chunk while the peers fetch
 // (allgather_pipelined.cpp, all_to_all_pipelined.cpp): `out` is the caller's result, `send` its
 // input, staged at src with non-temporal stores when `stream_staging`. With a null `send` or
-// `out` (symmetric memory, or an input staged before the call) they run the mesh.
+// `out` (symmetric memory, or an input staged before the call) they run the mesh. `send` and
+// `out` do not overlap, or only exactly in place (as MPI's aliasing rule has it).
 CollTask allgather_pipelined(CollContext& c, size_t src, size_t dst, size_t block, size_t elem_size,
                              const std::byte* send, std::byte* out, bool stream_staging);
 CollTask allgather_pipelined_staged(CollContext& c, size_t src, size_t block, const std::byte* send,

@@ -1,6 +1,8 @@
 // Open MPI's point-to-point on two members, for the `mpi` entries (see mpi_pairwise.h).
 #include "api/mpi_pairwise.h"
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <string>
@@ -13,6 +15,8 @@ namespace rankflow::api {
 namespace {
 
 constexpr int kTagSpan = 1 << 15;  // MPI guarantees tags up to 32767
+// How long a Timeout waits for a cancelled receive that had already matched to land.
+constexpr std::chrono::nanoseconds kAbandonWait = std::chrono::seconds(1);
 
 bool overlaps(const void* a, size_t a_bytes, const void* b, size_t b_bytes) {
   const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
@@ -52,8 +56,30 @@ struct Transfer {
   bool receives = false;
 };
 
+// After a Timeout: cancels both requests. The receive is waited for (briefly) as well, since a
+// message that matched it just before the cancel still lands in the caller's buffer; the send
+// cannot be taken back (Open MPI does not cancel sends) and is freed, left for the peer.
+void abandon(const PairCall& call, MPI_Request* requests) {
+  for (int i = 0; i < 2; ++i) {
+    if (requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests[i]);
+  }
+  auto received = [&] {
+    int flag = 1;
+    if (requests[0] != MPI_REQUEST_NULL) MPI_Test(&requests[0], &flag, MPI_STATUS_IGNORE);
+    return flag != 0;
+  };
+  try {
+    transport::wait_until(
+        received, [] {}, std::min(call.timeout, kAbandonWait), [] { return std::string(); });
+  } catch (const Timeout&) {  // still arriving: it can only be freed
+  }
+  for (int i = 0; i < 2; ++i) {
+    if (requests[i] != MPI_REQUEST_NULL) MPI_Request_free(&requests[i]);
+  }
+}
+
 // Starts `t`'s receive and send, runs `local()` while they move, and waits for both. On a
-// Timeout both are cancelled first.
+// Timeout both are abandoned first.
 template <typename Local>
 void exchange(const PairCall& call, const Transfer& t, Local&& local) {
   const int peer = 1 - call.rank;
@@ -71,23 +97,24 @@ void exchange(const PairCall& call, const Transfer& t, Local&& local) {
   }
   local();
   int rc = MPI_SUCCESS;
+  // MPI_Test one by one (not MPI_Testall), so that a completed request becomes null and a
+  // Timeout names only what is still missing.
   auto done = [&] {
-    int flag = 0;
-    rc = MPI_Testall(2, requests, &flag, MPI_STATUSES_IGNORE);
-    return flag != 0 || rc != MPI_SUCCESS;
+    for (MPI_Request& r : requests) {
+      int flag = 0;
+      if (r != MPI_REQUEST_NULL && rc == MPI_SUCCESS) rc = MPI_Test(&r, &flag, MPI_STATUS_IGNORE);
+    }
+    return rc != MPI_SUCCESS ||
+           (requests[0] == MPI_REQUEST_NULL && requests[1] == MPI_REQUEST_NULL);
   };
   try {
     transport::wait_until(
         done, [] {}, call.timeout, [&] { return describe(call, requests); });
   } catch (const Timeout&) {
-    for (MPI_Request& r : requests) {
-      if (r == MPI_REQUEST_NULL) continue;
-      MPI_Cancel(&r);
-      MPI_Request_free(&r);
-    }
+    abandon(call, requests);
     throw;
   }
-  transport::check_mpi(rc, "MPI_Testall");
+  transport::check_mpi(rc, "MPI_Test");
 }
 
 }  // namespace
