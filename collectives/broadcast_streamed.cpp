@@ -2,7 +2,9 @@
 // the message down its stream to every peer (AckedStream, collectives/stream.h) and returns at
 // once; each peer waits for the message's flag, copies it out and marks it consumed (the stream
 // acknowledges every few messages). A root runs up to kBroadcastStream.slots (64) broadcasts
-// ahead of a slow peer, so back-to-back small broadcasts overlap as an eager protocol's do. Any
+// ahead of a slow peer, so back-to-back small broadcasts overlap as an eager protocol's do.
+// Messages of up to 8 B take the small stream (kSmallBroadcastStream: 256 slots of 16 bytes,
+// four to a cache line), so a root running ahead hands over one line per four broadcasts. Any
 // memory, any number of members.
 #include <cstring>
 
@@ -15,7 +17,9 @@ bool broadcast_streams(const CollContext& c, size_t bytes) {
 }
 
 CollTask broadcast_streamed(CollContext& c, std::byte* buffer, size_t bytes, int root) {
-  AckedStream& stream = c.stream();
+  // Every member takes the same stream for the same call (bytes match), so each stream's
+  // messages stay in call order.
+  AckedStream& stream = bytes <= CollContext::kSmallStreamBytes ? c.small_stream() : c.stream();
   if (c.rank() == root) {
     for (int d = 1; d < c.size(); ++d)
       stream.send(c.peer(d), buffer, bytes);

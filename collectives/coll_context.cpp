@@ -32,6 +32,15 @@ size_t stream_region(const Team& team) {
   return inbox == SIZE_MAX ? SIZE_MAX : inbox + PushInbox::region_bytes(team.size());
 }
 
+size_t small_stream_region(const Team& team) {
+  const size_t stream = stream_region(team);
+  return stream == SIZE_MAX ? SIZE_MAX
+                            : stream + CollContext::kBroadcastStream.region_bytes(team.size());
+}
+
+// The small stream's acknowledgements: a kind of their own beside the 512 B stream's.
+const SignalKind kSmallStreamAck("stream.ack.small");
+
 }  // namespace
 
 CollContext::CollContext(Team team)
@@ -40,7 +49,8 @@ CollContext::CollContext(Team team)
       size_(team_.size()),
       eager_(team_.mapped_everywhere()),
       inbox_(team_, inbox_region(team_)),
-      stream_(team_, stream_region(team_), kBroadcastStream) {
+      stream_(team_, stream_region(team_), kBroadcastStream),
+      small_stream_(team_, small_stream_region(team_), kSmallBroadcastStream, kSmallStreamAck) {
   if (team_.signal_slots() < signal_slots_for(size_)) {
     throw InvalidArgument("collective team needs " + std::to_string(signal_slots_for(size_)) +
                           " signal slots, has " + std::to_string(team_.signal_slots()));

@@ -8,7 +8,8 @@
 // SignalKind objects that each algorithm file defines for itself (collectives/signal_kind.h).
 // The two small-message protocols are pieces of their own, which CollContext owns over the
 // team's "inbox" buffer (inbox_buffer_bytes): the push inbox (collectives/inbox.h, c.inbox())
-// at its start and the broadcast stream (collectives/stream.h, c.stream()) after it. It owns
+// at its start, then the broadcast streams (collectives/stream.h): c.stream() for messages up
+// to 512 B and c.small_stream() for up to 8 B, four to a cache line. It owns
 // the signal tallies, the closing, the scratch areas and the operation named in diagnostics.
 // Threads: the thread that calls the collective.
 #pragma once
@@ -52,6 +53,7 @@ class CollContext {
     operation_ = operation;
     inbox_.set_operation(operation);
     stream_.set_operation(operation);
+    small_stream_.set_operation(operation);
   }
 
   void notify(int peer, const SignalKind& kind, uint64_t count = 1);
@@ -62,18 +64,24 @@ class CollContext {
   SignalAwait await_word(size_t offset, uint64_t target, int peer);
 
   // The small-message protocols over the team's "inbox" buffer: the push inbox, then the
-  // broadcast stream. Both are absent (has_inbox() false) when the team has no such buffer
+  // broadcast streams. All are absent (has_inbox() false) when the team has no such buffer
   // of inbox_buffer_bytes(size()); algorithms then use their read-based paths.
+  // The small stream's 16-byte slots put four messages in a cache line: a root running ahead
+  // hands the peer one line per four broadcasts of up to 8 B, not one per broadcast.
   static constexpr StreamShape kBroadcastStream{64, 512, 16};
+  static constexpr StreamShape kSmallBroadcastStream{256, 8, 64};
   static constexpr size_t kInboxBytes = PushInbox::kPayloadBytes;         // the largest push
   static constexpr size_t kStreamBytes = kBroadcastStream.payload_bytes;  // the largest stream
+  static constexpr size_t kSmallStreamBytes = kSmallBroadcastStream.payload_bytes;
   static constexpr size_t inbox_buffer_bytes(int members) {
-    return PushInbox::region_bytes(members) + kBroadcastStream.region_bytes(members);
+    return PushInbox::region_bytes(members) + kBroadcastStream.region_bytes(members) +
+           kSmallBroadcastStream.region_bytes(members);
   }
   bool has_inbox() const { return inbox_.present(); }
   PushInbox& inbox() { return inbox_; }
   AckedStream& stream() { return stream_; }
   const AckedStream& stream() const { return stream_; }
+  AckedStream& small_stream() { return small_stream_; }
 
   // Drives `task` to completion, then its closing unless eager(): progresses the transport
   // while it waits and ends in a Timeout naming the operation, this rank, the peer and the
@@ -126,6 +134,7 @@ class CollContext {
   const char* operation_ = "collective";
   PushInbox inbox_;
   AckedStream stream_;
+  AckedStream small_stream_;
 };
 
 // Element range [begin, begin + count) of part `index` when `count` elements are split into

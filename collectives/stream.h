@@ -4,13 +4,13 @@
 // receiver at once, with one stream per (sender, receiver) pair.
 //
 // Layout: every member has `slots` slots per sender (an 8-byte flag followed by up to
-// `payload_bytes`, in whole cache lines). A sender's k-th message to a peer goes into slot
-// k mod slots with flag k; the receiver reads messages in order and acknowledges every
-// `ack_every` messages (one signal of the stream's acknowledgement kind, adding ack_every), and
-// the sender reuses a slot only once its previous message was acknowledged. So a sender runs up
-// to `slots` messages ahead of a receiver and waits (with the team's timeout, then a Timeout
-// naming the operation, this rank and the peer) only when it is that far ahead. Messages land
-// without the receiver's progress where the window is mapped; through UCX a receiver that does
+// `payload_bytes`: 16 or 32 bytes where that fits, else whole cache lines). A sender's k-th message
+// to a peer goes into slot k mod slots with flag k; the receiver reads messages in order and
+// acknowledges every `ack_every` messages (one signal of the stream's acknowledgement kind, adding
+// ack_every), and the sender reuses a slot only once its previous message was acknowledged. So a
+// sender runs up to `slots` messages ahead of a receiver and waits (with the team's timeout, then a
+// Timeout naming the operation, this rank and the peer) only when it is that far ahead. Messages
+// land without the receiver's progress where the window is mapped; through UCX a receiver that does
 // not call in holds its messages back, as every one-sided transfer.
 //
 // It owns the per-peer message counts and (through SlotWriter) the private copies of messages
@@ -38,7 +38,15 @@ struct StreamShape {
   size_t payload_bytes;  // the largest message
   uint64_t ack_every;    // messages per acknowledgement: a power of two, at most `slots`
 
-  constexpr size_t stride() const { return (8 + payload_bytes + 63) / 64 * 64; }
+  // A slot is the 8-byte flag and the payload: 16 or 32 bytes when that fits (several slots to
+  // a cache line, so a sender running ahead fills a line before the receiver takes it), else
+  // whole cache lines.
+  constexpr size_t stride() const {
+    const size_t slot = 8 + payload_bytes;
+    if (slot <= 16) return 16;
+    if (slot <= 32) return 32;
+    return (slot + 63) / 64 * 64;
+  }
   // The bytes of window a stream of this shape over `members` needs at its region.
   constexpr size_t region_bytes(int members) const {
     return slots * stride() * static_cast<size_t>(members);

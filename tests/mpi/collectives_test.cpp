@@ -210,6 +210,33 @@ TEST_P(Collectives, StreamedBroadcastsRunAheadWithoutLosingMessages) {
   }
 }
 
+// Broadcasts of up to 8 B take a stream of their own (four messages to a cache line, 256 deep)
+// beside the 512 B one. Interleaved with larger broadcasts, from every root, with a receiver that
+// sleeps now and then (so the root fills the small stream and waits for credit), every message
+// must arrive intact and in call order, through more calls than either stream has slots.
+TEST_P(Collectives, TinyBroadcastsInterleavedWithLargerOnesStayInOrder) {
+  const int p = comm_.size(), me = comm_.rank();
+  auto [a, b] = buffers(25 * 4);
+  (void)b;
+  constexpr size_t kCounts[] = {1, 2, 1, 25};  // 4 B, 8 B, 4 B (small stream), 100 B
+  for (int i = 0; i < 1200; ++i) {
+    const int root = (i / 400) % p;
+    const size_t count = kCounts[i % 4];
+    for (size_t k = 0; k < count; ++k)
+      a[k] = me == root ? static_cast<int32_t>(1000 * i + static_cast<int>(k)) : -1;
+    if (me == (root + 1) % p && i % 400 == 7)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (i % 5 == 0) {
+      Request request = comm_.ibroadcast(a, count, DType::kI32, root);
+      request.wait();
+    } else {
+      comm_.broadcast(a, count, DType::kI32, root);
+    }
+    for (size_t k = 0; k < count; ++k)
+      ASSERT_EQ(a[k], 1000 * i + static_cast<int>(k)) << "broadcast " << i << " element " << k;
+  }
+}
+
 TEST_P(Collectives, BarrierSynchronises) {
   auto [a, b] = buffers(64);
   (void)b;

@@ -3,7 +3,8 @@
 // slots from one sender to every other member with the slowest receiver throttling the sender
 // (contents checked, never overwritten before they are read); every member streaming to every
 // other at once; a receiver that stops consuming ends the sender's send in a Timeout naming the
-// operation, the rank and the peer; bad shapes and regions are InvalidArgument.
+// operation, the rank and the peer; bad shapes and regions are InvalidArgument. The first two
+// run on whole-line slots and on slots that share a cache line.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -70,8 +71,19 @@ void receive_message(Team& team, AckedStream& stream, uint64_t message, int from
   stream.consumed(from, message);
 }
 
-TEST(AckedStreamTest, SlowestReceiverThrottlesTheSenderAndEveryMessageArrivesIntact) {
-  const StreamShape shape{8, 100, 4};
+// Each test below runs on whole-line slots and on slots that share cache lines (16 and 32
+// bytes: a sender writes the next slot of a line while the receiver reads the one before).
+class AckedStreamShapes : public ::testing::TestWithParam<StreamShape> {};
+
+INSTANTIATE_TEST_SUITE_P(Slots, AckedStreamShapes,
+                         ::testing::Values(StreamShape{8, 100, 4}, StreamShape{8, 8, 4},
+                                           StreamShape{16, 24, 8}),
+                         [](const auto& param_info) {
+                           return std::to_string(param_info.param.stride()) + "ByteSlots";
+                         });
+
+TEST_P(AckedStreamShapes, SlowestReceiverThrottlesTheSenderAndEveryMessageArrivesIntact) {
+  const StreamShape shape = GetParam();
   Team team = stream_team(shape, "stream.throttle");
   AckedStream stream(team, team.offset("stream"), shape, kTestAck);
   stream.set_operation("stream_test.throttle");
@@ -95,8 +107,8 @@ TEST(AckedStreamTest, SlowestReceiverThrottlesTheSenderAndEveryMessageArrivesInt
   team.close();
 }
 
-TEST(AckedStreamTest, EveryMemberStreamsToEveryOtherAtOnce) {
-  const StreamShape shape{4, 24, 2};
+TEST_P(AckedStreamShapes, EveryMemberStreamsToEveryOtherAtOnce) {
+  const StreamShape shape = GetParam();
   Team team = stream_team(shape, "stream.all");
   AckedStream stream(team, team.offset("stream"), shape, kTestAck);
   const int me = team.rank(), n = team.size();

@@ -404,21 +404,36 @@ TEST(SignalKindTest, KindsAreNumberedDenselyByName) {
 
 // The inbox buffer's layout is part of the wire protocol (every member must agree, and it was
 // fixed before the protocols moved into their own files): the push inbox's two parities of
-// 4160-byte slots per sender, then the broadcast stream's 64 slots of 576 bytes per sender.
-TEST(InboxLayoutTest, PushInboxThenBroadcastStreamAsBefore) {
+// 4160-byte slots per sender, the broadcast stream's 64 slots of 576 bytes per sender, then the
+// small broadcast stream's 256 slots of 16 bytes per sender (four to a cache line).
+TEST(InboxLayoutTest, PushInboxThenBroadcastStreamThenSmallStream) {
   static_assert(PushInbox::kPayloadBytes == 4096 && PushInbox::kStride == 4160);
   static_assert(CollContext::kInboxBytes == 4096 && CollContext::kStreamBytes == 512);
   constexpr StreamShape shape = CollContext::kBroadcastStream;
   static_assert(shape.slots == 64 && shape.payload_bytes == 512 && shape.ack_every == 16);
   static_assert(shape.stride() == 576);
+  constexpr StreamShape small = CollContext::kSmallBroadcastStream;
+  static_assert(CollContext::kSmallStreamBytes == 8);
+  static_assert(small.slots == 256 && small.ack_every == 64 && small.stride() == 16);
   for (int members : {1, 2, 3, 64}) {
     const size_t n = static_cast<size_t>(members);
     EXPECT_EQ(PushInbox::region_bytes(members), 2 * 4160 * n);
     EXPECT_EQ(shape.region_bytes(members), 64 * 576 * n);
-    EXPECT_EQ(CollContext::inbox_buffer_bytes(members), (2 * 4160 + 64 * 576) * n);
+    EXPECT_EQ(small.region_bytes(members), 256 * 16 * n);
+    EXPECT_EQ(CollContext::inbox_buffer_bytes(members), (2 * 4160 + 64 * 576 + 256 * 16) * n);
   }
-  EXPECT_EQ((StreamShape{8, 100, 4}.stride()), 128u);  // 8-byte flag + payload, whole lines
+}
+
+// A slot is the flag and the payload: 16 or 32 bytes where that fits, else whole cache lines.
+TEST(InboxLayoutTest, StreamSlotsShareCacheLinesOnlyWhenSmall) {
+  EXPECT_EQ((StreamShape{8, 1, 4}.stride()), 16u);
+  EXPECT_EQ((StreamShape{8, 8, 4}.stride()), 16u);
+  EXPECT_EQ((StreamShape{8, 9, 4}.stride()), 32u);
+  EXPECT_EQ((StreamShape{8, 24, 4}.stride()), 32u);
+  EXPECT_EQ((StreamShape{8, 25, 4}.stride()), 64u);
   EXPECT_EQ((StreamShape{8, 56, 4}.stride()), 64u);
+  EXPECT_EQ((StreamShape{8, 57, 4}.stride()), 128u);
+  EXPECT_EQ((StreamShape{8, 100, 4}.stride()), 128u);
 }
 
 }  // namespace
