@@ -2,9 +2,10 @@
 // straight from its window (into `out`, the caller's own memory, when given) and says "done";
 // the root returns once all are done.
 //
-// Plain memory (`out` given) goes in chunks: the root says "ready" per chunk, so members fetch
-// chunk k while the root stages chunk k+1 from `stage_from` (its caller's buffer; null when
-// the whole message was staged before the call, as non-blocking calls do).
+// Plain memory (`out` given) goes in chunks (broadcast_chunk_bytes, 16 KiB up to 4 MiB): the
+// root says "ready" per chunk, so members fetch chunk k while the root stages chunk k+1 from
+// `stage_from` (its caller's buffer; null when the whole message was staged before the call, as
+// non-blocking calls do).
 //
 // Two members on symmetric memory, from kSplitFrom up: the copy is split between both cores.
 // The root stores the second half straight into the peer's buffer while the peer fetches the
@@ -42,7 +43,7 @@ CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) 
 
 CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
                          const std::byte* stage_from, bool streams) {
-  const size_t chunk = out != nullptr ? pipeline_chunk_bytes(bytes) : bytes;
+  const size_t chunk = out != nullptr ? broadcast_chunk_bytes(bytes) : bytes;
   if (c.rank() == root) {
     for (size_t first = 0; first < bytes; first += chunk) {
       const size_t length = std::min(chunk, bytes - first);

@@ -18,4 +18,15 @@ inline size_t pipeline_chunk_bytes(size_t bytes) {
   return std::max(kMinPipelineChunk, (bytes + kMaxPipelineChunks - 1) / kMaxPipelineChunks);
 }
 
+// A broadcast's chunk: 16 KiB, or 1/256 of the message when that is larger. The root stages
+// chunk k + 1 while the peer copies chunk k out, so the staged lines move between the two
+// cores' caches while hot; on the Intel Xeon of 2026-12-03 (2 MiB L2) 16 KiB chunks beat 64 KiB
+// ones by x1.05-1.2 at 256 KiB-1 MiB and tied from 2 MiB (bench/micro BM_StagingHandoff's
+// shape and rankflow-bench, docs/performance.md).
+inline constexpr size_t kMinBroadcastChunk = 16 * 1024;
+inline constexpr size_t kMaxBroadcastChunks = 256;
+inline size_t broadcast_chunk_bytes(size_t bytes) {
+  return std::max(kMinBroadcastChunk, (bytes + kMaxBroadcastChunks - 1) / kMaxBroadcastChunks);
+}
+
 }  // namespace rankflow::coll

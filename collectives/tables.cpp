@@ -23,13 +23,14 @@ constexpr Limits kStreamed{0, kStream, 1, INT_MAX, true};
 constexpr Limits kPushedPair{1, kInbox, 2, 2, true};
 // Where onephase is the built-in allreduce (2026-11-30 sweep, docs/collectives.md).
 constexpr Limits kSmallAllreduce{0, kInbox};
-// Where staging the caller's source with non-temporal stores beat memcpy, 2 members (the only
-// count measured), batch by batch in one process (bench --stage-copy ab, 2026-12-01; sizes
-// here are the table's: the whole message for broadcast, one block for the others):
-// broadcast 16-512 KiB; allgather from 2 MiB blocks; all_to_all from 16 KiB blocks.
-constexpr Limits kStreamedBroadcastStaging{16 << 10, 512 << 10, 2, 2};
-constexpr Limits kStreamedAllgatherStaging{2 << 20, SIZE_MAX, 2, 2};
-constexpr Limits kStreamedAllToAllStaging{16 << 10, SIZE_MAX, 2, 2};
+// No entry stages the caller's source with non-temporal stores any more (Algorithm::
+// streams_staged stays kNoMessage; bench --stage-copy stream still forces it). On the AMD EPYC
+// of 2026-12-01 they had beaten memcpy for broadcast at 16-512 KiB, allgather from 2 MiB blocks
+// and all_to_all from 16 KiB blocks. On the Intel Xeon of 2026-12-03, batch by batch in one
+// process (bench --stage-copy ab, 2 members, 32 KiB-8 MiB), memcpy won at every size: broadcast
+// x1.09-1.31 of Open MPI at 256 KiB-4 MiB against x0.73-0.93, the mesh allgather x0.79-1.10
+// against x0.51-0.68, the mesh all_to_all x0.56-0.88 against x0.28-0.50, the pipelined ones
+// likewise. The peer then reads the staged lines from this core's cache, not from memory.
 // Where the latest sweeps (2026-12-02, 2 members, each algorithm's time relative to Open MPI's
 // in the same run; collectives/sweep_choices.txt: symmetric buffers from a median of 5 quick
 // sweeps, plain buffers from 4 KiB from a median of 3 full-batch sweeps at 18:40) found another
@@ -52,12 +53,13 @@ constexpr Ranges kPushedBroadcast = kTwoMembers(257, 512);
 // CMA, where a staged path copies it into the window and the peers copy it out. On two members
 // it runs as a pairwise exchange that copies the own block while the transfer runs
 // (api/mpi_pairwise.h). allgather blocks from 16 KiB; all_to_all blocks from 8 KiB; broadcast
-// at 8-512 KiB. Never for allreduce and reduce_scatter, whose staged paths reduce while they
-// copy. (2026-12-03 sweep; the one before, with Open MPI's collective behind a barrier, had the
-// staged allgather at 32-256 KiB blocks.)
+// at 8-128 KiB (from 256 KiB the staged broadcast in 16 KiB chunks wins: 2026-12-03 re-sweep).
+// Never for allreduce and reduce_scatter, whose staged paths reduce while they copy. (2026-12-03
+// sweep; the one before, with Open MPI's collective behind a barrier, had the staged allgather at
+// 32-256 KiB blocks.)
 constexpr Ranges kOpenMpiAllgather = kTwoMembers((8 << 10) + 1, SIZE_MAX);
 constexpr Ranges kOpenMpiAllToAll = kTwoMembers(4097, SIZE_MAX);
-constexpr Ranges kOpenMpiBroadcast = kTwoMembers(4097, 512 << 10);
+constexpr Ranges kOpenMpiBroadcast = kTwoMembers(4097, 128 << 10);
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
 
@@ -119,12 +121,11 @@ constexpr AllgatherAlgorithm kAllgather[] = {
     {"pushed", &allgather_pushed_entry, "each block into every peer's inbox, one round",
      "allgather(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
-     "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
-     kStreamedAllgatherStaging, kReadInPlaceSymmetric},
+     "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false, kNoMessage,
+     kReadInPlaceSymmetric},
     {"pipelined", &allgather_pipelined_entry,
      "the mesh, with peers reading each chunk of the staged input while the next is staged",
-     "allgather(pipelined)", kAnyMessage, kNoMessage, kNoMessage, true, true,
-     kStreamedAllgatherStaging},
+     "allgather(pipelined)", kAnyMessage, kNoMessage, kNoMessage, true, true},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Allgather on the communicator (blocking calls)",
@@ -189,8 +190,7 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
      "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false, kNoMessage,
      kPushedBroadcast},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
-     kAnyMessage, kAnyMessage, kNoMessage, true, true, kStreamedBroadcastStaging,
-     kReadInPlaceSymmetric},
+     kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage, kReadInPlaceSymmetric},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Bcast on the communicator (blocking calls)",
@@ -224,12 +224,11 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
     {"pushed", &all_to_all_pushed_entry, "block p into member p's inbox, one round",
      "all_to_all(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
-     "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false,
-     kStreamedAllToAllStaging, kReadInPlaceSymmetric},
+     "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false, kNoMessage,
+     kReadInPlaceSymmetric},
     {"pipelined", &all_to_all_pipelined_entry,
      "the mesh, with peers reading each chunk of the staged blocks while the next is staged",
-     "all_to_all(pipelined)", kAnyMessage, kNoMessage, kNoMessage, true, true,
-     kStreamedAllToAllStaging},
+     "all_to_all(pipelined)", kAnyMessage, kNoMessage, kNoMessage, true, true},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Alltoall on the communicator (blocking calls)",
