@@ -53,30 +53,37 @@ bool RegisteredMemory::attach(const std::shared_ptr<Registration>& r) {
   }
   r->window_offset = offset;
   r->attachment = std::make_shared<Attachment>(window, offset);
-  std::erase_if(attached_, [](const std::weak_ptr<Registration>& a) { return a.expired(); });
-  attached_.push_back(r);
+  std::erase_if(attached_, [](const Attached& a) { return a.weak.expired(); });
+  attached_.push_back({r, r.get()});
   return true;
 }
 
-std::shared_ptr<Registration> RegisteredMemory::holding(const void* address, size_t bytes) const {
+const RegisteredMemory::Attached* RegisteredMemory::find(const void* address, size_t bytes) const {
   const auto* at = static_cast<const std::byte*>(address);
-  for (const auto& weak : attached_) {
-    auto r = weak.lock();
-    if (!r || !r->live || !r->attachment || at < r->base) continue;
-    if (bytes <= r->bytes && static_cast<size_t>(at - r->base) <= r->bytes - bytes) return r;
+  for (const Attached& a : attached_) {
+    if (a.weak.expired()) continue;
+    const Registration& r = *a.registration;
+    if (!r.live || !r.attachment || at < r.base) continue;
+    if (bytes <= r.bytes && static_cast<size_t>(at - r.base) <= r.bytes - bytes) return &a;
   }
   return nullptr;
 }
 
+std::shared_ptr<Registration> RegisteredMemory::holding(const void* address, size_t bytes) const {
+  const Attached* a = find(address, bytes);
+  return a != nullptr ? a->weak.lock() : nullptr;
+}
+
 bool RegisteredMemory::holds(const void* send, size_t send_bytes, const void* recv,
                              size_t recv_bytes) const {
-  return holding(send, send_bytes) != nullptr && holding(recv, recv_bytes) != nullptr;
+  return find(send, send_bytes) != nullptr && find(recv, recv_bytes) != nullptr;
 }
 
 size_t RegisteredMemory::offset_of(const void* address, size_t bytes) const {
-  const auto r = holding(address, bytes);
-  if (r == nullptr) throw InvalidState("RegisteredMemory::offset_of: the address is not attached");
-  return r->window_offset + static_cast<size_t>(static_cast<const std::byte*>(address) - r->base);
+  const Attached* a = find(address, bytes);
+  if (a == nullptr) throw InvalidState("RegisteredMemory::offset_of: the address is not attached");
+  const Registration& r = *a->registration;
+  return r.window_offset + static_cast<size_t>(static_cast<const std::byte*>(address) - r.base);
 }
 
 void RegisteredMemory::set_timeout(std::chrono::nanoseconds timeout) {

@@ -59,7 +59,16 @@ class RegisteredMemory {
   MPI_Comm comm_;
   std::unique_ptr<coll::CollContext> coll_;  // made at the first attach
   std::chrono::nanoseconds timeout_{0};
-  std::vector<std::weak_ptr<Registration>> attached_;
+  // Each attached registration, and its address for the per-call lookup: a live weak_ptr
+  // (expired() is a plain load, where lock() is two atomic read-modify-writes) means the
+  // registration is alive, since its last handle goes on this thread (above).
+  struct Attached {
+    std::weak_ptr<Registration> weak;
+    const Registration* registration;
+  };
+  const Attached* find(const void* address, size_t bytes) const;
+
+  std::vector<Attached> attached_;
 };
 
 }  // namespace rankflow::api
