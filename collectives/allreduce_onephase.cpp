@@ -31,7 +31,7 @@ CollTask pushed(CollContext& c, AllreduceArgs a) {
     const int p = c.peer(-d);
     co_await c.inbox().await_push(p, sequence);
   }
-  auto input = [&](int p) { return p == c.rank() ? src : c.inbox().payload(p, sequence); };
+  auto input = [&](int p) { return p == c.rank() ? src : c.inbox().payload(p, sequence, bytes); };
   if (c.size() == 2) {  // one pass, straight into dst (in place too: element-wise)
     r.reduce2(dst, input(0), input(1), a.count);
     co_return;

@@ -32,7 +32,7 @@ CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int r
     co_return;
   }
   co_await c.inbox().await_push(root, sequence);
-  if (bytes > 0) std::memcpy(buffer, c.inbox().payload(root, sequence), bytes);
+  if (bytes > 0) std::memcpy(buffer, c.inbox().payload(root, sequence, bytes), bytes);
   c.inbox().acknowledge_broadcast(root);
 }
 

@@ -27,7 +27,7 @@ CollTask broadcast_streamed(CollContext& c, std::byte* buffer, size_t bytes, int
   }
   const uint64_t message = stream.next_message(root);
   co_await stream.await_message(root, message);
-  if (bytes > 0) std::memcpy(buffer, stream.payload(root, message), bytes);
+  if (bytes > 0) std::memcpy(buffer, stream.payload(root, message, bytes), bytes);
   stream.consumed(root, message);
 }
 

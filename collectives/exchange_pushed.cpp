@@ -27,8 +27,8 @@ CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv,
     const int p = c.peer(-d);
     co_await c.inbox().await_push(p, sequence);
     if (block_bytes > 0) {  // recv may be null then
-      std::memcpy(recv + static_cast<size_t>(p) * block_bytes, c.inbox().payload(p, sequence),
-                  block_bytes);
+      std::memcpy(recv + static_cast<size_t>(p) * block_bytes,
+                  c.inbox().payload(p, sequence, block_bytes), block_bytes);
     }
   }
 }

@@ -31,7 +31,7 @@ extern const SignalKind kBroadcastAck;
 class PushInbox {
  public:
   static constexpr size_t kPayloadBytes = 4096;
-  static constexpr size_t kStride = 4160;  // 8-byte flag + payload, in whole cache lines
+  static constexpr size_t kStride = 4160;  // the flag's line + payload (slot_writer.h)
   // The bytes of window a PushInbox of `members` needs at its region.
   static constexpr size_t region_bytes(int members) {
     return 2 * kStride * static_cast<size_t>(members);
@@ -72,10 +72,10 @@ class PushInbox {
     return SignalAwait{reinterpret_cast<const uint64_t*>(local_ + offset(sequence, peer)), sequence,
                        peer};
   }
-  // The payload `peer` pushed for `sequence` (valid once await_push is satisfied, until this
-  // member's next collective).
-  const std::byte* payload(int peer, uint64_t sequence) const {
-    return local_ + offset(sequence, peer) + 8;
+  // The `bytes` of payload `peer` pushed for `sequence` (valid once await_push is satisfied,
+  // until this member's next collective).
+  const std::byte* payload(int peer, uint64_t sequence, size_t bytes) const {
+    return local_ + offset(sequence, peer) + payload_offset(bytes);
   }
 
   // Broadcasts: the root records each push it will not wait on, and each receiver acknowledges

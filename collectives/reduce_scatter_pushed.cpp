@@ -23,7 +23,7 @@ CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte*
   }
   auto input = [&](int p) {
     return p == c.rank() ? send + static_cast<size_t>(p) * block_bytes
-                         : c.inbox().payload(p, sequence);
+                         : c.inbox().payload(p, sequence, block_bytes);
   };
   if (c.size() == 2) {  // one pass, straight into recv (element-wise, so in place too)
     r.reduce2(recv, input(0), input(1), count);

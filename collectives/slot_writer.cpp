@@ -16,9 +16,10 @@ void SlotWriter::write_through_ucx(int peer, size_t slot, uint64_t flag, const v
                                    size_t bytes, size_t outbox_offset) {
   if (outbox_.empty()) outbox_.resize(outbox_bytes_);
   std::byte* out = outbox_.data() + outbox_offset;
+  const size_t at = payload_offset(bytes);
   std::memcpy(out, &flag, sizeof(flag));
-  if (bytes > 0) std::memcpy(out + 8, payload, bytes);  // payload may be null then
-  team_.put(peer, slot + 8, out + 8, bytes);
+  if (bytes > 0) std::memcpy(out + at, payload, bytes);  // payload may be null then
+  team_.put(peer, slot + at, out + at, bytes);
   team_.fence();
   team_.put(peer, slot, out, sizeof(uint64_t));
 }

@@ -1,6 +1,7 @@
 // SlotWriter: writes flagged slots into one region of every peer's window, the one step the push
 // inbox (collectives/inbox.h) and the acked stream (collectives/stream.h) share. A slot is an
-// 8-byte flag word followed by its payload; the reader waits for the flag and then reads the
+// 8-byte flag word and its payload (at payload_offset(bytes): in the flag's line up to 56 bytes,
+// else from the next line on); the reader waits for the flag and then reads the
 // payload, so the payload must land first:
 // - where the peer's window is mapped: plain stores of the payload, then a release store of the
 //   flag (complete on return);
@@ -21,6 +22,14 @@
 
 namespace rankflow::coll {
 
+// Where a slot's payload starts: right after the flag when both fit one cache line (one line
+// carries the whole message), else at the next cache line, so that a larger payload is
+// 64-byte aligned and every 64-byte store or load touches one line, not two.
+constexpr size_t kFlagLinePayload = 56;
+constexpr size_t payload_offset(size_t bytes) {
+  return bytes <= kFlagLinePayload ? 8 : 64;
+}
+
 class SlotWriter {
  public:
   // Slots at window offsets from `region` on (SIZE_MAX: no region, nothing may be written); the
@@ -33,7 +42,7 @@ class SlotWriter {
              size_t outbox_offset) {
     if (std::byte* region = mapped_[static_cast<size_t>(peer)]) {
       std::byte* mapped = region + (slot - region_);
-      if (bytes > 0) std::memcpy(mapped + 8, payload, bytes);  // payload may be null then
+      if (bytes > 0) std::memcpy(mapped + payload_offset(bytes), payload, bytes);  // may be null
       std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
           .store(flag, std::memory_order_release);
       return;

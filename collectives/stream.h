@@ -39,13 +39,15 @@ struct StreamShape {
   uint64_t ack_every;    // messages per acknowledgement: a power of two, at most `slots`
 
   // A slot is the 8-byte flag and the payload: 16 or 32 bytes when that fits (several slots to
-  // a cache line, so a sender running ahead fills a line before the receiver takes it), else
-  // whole cache lines.
+  // a cache line, so a sender running ahead fills a line before the receiver takes it), one
+  // line up to 56 bytes of payload, else the flag's line and the payload's whole lines
+  // (payload_offset, slot_writer.h).
   constexpr size_t stride() const {
     const size_t slot = 8 + payload_bytes;
     if (slot <= 16) return 16;
     if (slot <= 32) return 32;
-    return (slot + 63) / 64 * 64;
+    if (payload_bytes <= kFlagLinePayload) return 64;
+    return 64 + (payload_bytes + 63) / 64 * 64;
   }
   // The bytes of window a stream of this shape over `members` needs at its region.
   constexpr size_t region_bytes(int members) const {
@@ -87,8 +89,8 @@ class AckedStream {
     return SignalAwait{reinterpret_cast<const uint64_t*>(local_ + offset(sender, message)), message,
                        sender};
   }
-  const std::byte* payload(int sender, uint64_t message) const {
-    return local_ + offset(sender, message) + 8;
+  const std::byte* payload(int sender, uint64_t message, size_t bytes) const {
+    return local_ + offset(sender, message) + payload_offset(bytes);
   }
   void consumed(int sender, uint64_t message) {
     if ((message & (shape_.ack_every - 1)) == 0)

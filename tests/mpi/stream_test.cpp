@@ -63,9 +63,9 @@ void receive_message(Team& team, AckedStream& stream, uint64_t message, int from
                             .load(std::memory_order_acquire);
   EXPECT_EQ(flag, message) << "message " << message << " from " << from
                            << " was overwritten before it was consumed";
+  const size_t bytes = message_bytes(stream.shape(), message, me);
   EXPECT_EQ(
-      first_mismatch(stream.payload(from, message), message_bytes(stream.shape(), message, me),
-                     message_seed(message, from, me)),
+      first_mismatch(stream.payload(from, message, bytes), bytes, message_seed(message, from, me)),
       -1)
       << "message " << message << " from " << from;
   stream.consumed(from, message);

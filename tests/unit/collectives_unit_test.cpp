@@ -424,7 +424,8 @@ TEST(InboxLayoutTest, PushInboxThenBroadcastStreamThenSmallStream) {
   }
 }
 
-// A slot is the flag and the payload: 16 or 32 bytes where that fits, else whole cache lines.
+// A slot is the flag and the payload: 16 or 32 bytes where that fits, one cache line up to
+// 56 bytes of payload, else the flag's line and the payload's own lines (64-byte aligned).
 TEST(InboxLayoutTest, StreamSlotsShareCacheLinesOnlyWhenSmall) {
   EXPECT_EQ((StreamShape{8, 1, 4}.stride()), 16u);
   EXPECT_EQ((StreamShape{8, 8, 4}.stride()), 16u);
@@ -433,7 +434,18 @@ TEST(InboxLayoutTest, StreamSlotsShareCacheLinesOnlyWhenSmall) {
   EXPECT_EQ((StreamShape{8, 25, 4}.stride()), 64u);
   EXPECT_EQ((StreamShape{8, 56, 4}.stride()), 64u);
   EXPECT_EQ((StreamShape{8, 57, 4}.stride()), 128u);
-  EXPECT_EQ((StreamShape{8, 100, 4}.stride()), 128u);
+  EXPECT_EQ((StreamShape{8, 100, 4}.stride()), 192u);
+  EXPECT_EQ((StreamShape{8, 128, 4}.stride()), 192u);
+}
+
+// The payload shares the flag's line up to 56 bytes; larger ones start at the next line.
+TEST(InboxLayoutTest, LargerPayloadsStartOnTheirOwnCacheLine) {
+  EXPECT_EQ(payload_offset(0), 8u);
+  EXPECT_EQ(payload_offset(56), 8u);
+  EXPECT_EQ(payload_offset(57), 64u);
+  EXPECT_EQ(payload_offset(PushInbox::kPayloadBytes), 64u);
+  EXPECT_LE(64 + PushInbox::kPayloadBytes, PushInbox::kStride);
+  EXPECT_LE(64 + CollContext::kStreamBytes, CollContext::kBroadcastStream.stride());
 }
 
 }  // namespace
