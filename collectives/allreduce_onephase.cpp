@@ -1,12 +1,12 @@
 // allreduce, one phase: every member sees every input and reduces locally, in rank order (so
 // all members get bit-identical results).
 //
-// Small messages (up to CollContext::kInboxBytes) are pushed: each member stores its input and
-// then a sequence flag into a slot of every peer's inbox (flag and data share a cache line for
-// up to 56 bytes), waits for every peer's flag, and reduces. One round, no "done" round: slots
-// alternate by sequence parity, and a member can only reuse a slot after every peer has moved
-// on to a later collective, which means it has read the slot. src and dst may be any memory.
-// Larger messages are read in place from peers' windows, in cache-sized blocks, between a
+// Small messages (up to the inbox's slot: 32 KiB on up to 4 members, else 4 KiB) are pushed: each
+// member stores its input and then a sequence flag into a slot of every peer's inbox (flag and data
+// share a cache line for up to 56 bytes), waits for every peer's flag, and reduces. One round, no
+// "done" round: slots alternate by sequence parity, and a member can only reuse a slot after every
+// peer has moved on to a later collective, which means it has read the slot. src and dst may be any
+// memory. Larger messages are read in place from peers' windows, in cache-sized blocks, between a
 // "ready" and a "done" round.
 #include <algorithm>
 #include <cstring>
@@ -83,7 +83,7 @@ CollTask read_in_place(CollContext& c, AllreduceArgs a) {
 }  // namespace
 
 bool onephase_pushes(const CollContext& c, size_t bytes) {
-  return c.has_inbox() && c.size() > 1 && bytes <= CollContext::kInboxBytes;
+  return c.has_inbox() && c.size() > 1 && bytes <= c.inbox().payload_bytes();
 }
 
 CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {

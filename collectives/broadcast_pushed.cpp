@@ -1,6 +1,6 @@
-// broadcast, pushed (above CollContext::kStreamBytes, which stream, up to kInboxBytes): the root
-// stores the message and a sequence flag into its slot of every peer's push inbox and returns at
-// once; each peer waits for the flag, copies the message out and acknowledges. The root never
+// broadcast, pushed (above CollContext::kStreamBytes, which stream, up to the inbox's slot): the
+// root stores the message and a sequence flag into its slot of every peer's push inbox and returns
+// at once; each peer waits for the flag, copies the message out and acknowledges. The root never
 // waits here: a later push into the same slot (two sequences on) first waits for that
 // acknowledgement (PushInbox::push, collectives/inbox.h), so back-to-back broadcasts pipeline as
 // an eager protocol does. Any memory.

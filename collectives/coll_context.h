@@ -70,7 +70,9 @@ class CollContext {
   // hands the peer one line per four broadcasts of up to 8 B, not one per broadcast.
   static constexpr StreamShape kBroadcastStream{64, 512, 16};
   static constexpr StreamShape kSmallBroadcastStream{256, 8, 64};
-  static constexpr size_t kInboxBytes = PushInbox::kPayloadBytes;         // the largest push
+  // The largest push on any team (teams of up to PushInbox::kLargeSlotMembers push up to
+  // PushInbox::kLargePayloadBytes: inbox().payload_bytes()).
+  static constexpr size_t kInboxBytes = PushInbox::kPayloadBytes;
   static constexpr size_t kStreamBytes = kBroadcastStream.payload_bytes;  // the largest stream
   static constexpr size_t kSmallStreamBytes = kSmallBroadcastStream.payload_bytes;
   static constexpr size_t inbox_buffer_bytes(int members) {
@@ -79,6 +81,7 @@ class CollContext {
   }
   bool has_inbox() const { return inbox_.present(); }
   PushInbox& inbox() { return inbox_; }
+  const PushInbox& inbox() const { return inbox_; }
   AckedStream& stream() { return stream_; }
   const AckedStream& stream() const { return stream_; }
   AckedStream& small_stream() { return small_stream_; }

@@ -75,8 +75,8 @@ CollTask allgather_pushed(CollContext& c, const std::byte* send, std::byte* recv
                           size_t block_bytes);
 CollTask all_to_all_pushed(CollContext& c, const std::byte* send, std::byte* recv,
                            size_t block_bytes);
-// Small broadcasts stream (any number of members, see broadcast_streamed.cpp); up to
-// kInboxBytes they push on two members (see broadcast_pushed.cpp).
+// Small broadcasts stream (any number of members, see broadcast_streamed.cpp); up to the
+// inbox's slot they push on two members (see broadcast_pushed.cpp).
 bool broadcast_streams(const CollContext& c, size_t bytes);
 CollTask broadcast_streamed(CollContext& c, std::byte* buffer, size_t bytes, int root);
 bool broadcast_pushes(const CollContext& c, size_t bytes);

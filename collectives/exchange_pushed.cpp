@@ -1,4 +1,5 @@
-// allgather and all_to_all, pushed (blocks up to CollContext::kInboxBytes): one block exchange.
+// allgather and all_to_all, pushed (blocks up to the inbox's slot: 32 KiB on up to 4 members,
+// else 4 KiB): one block exchange.
 // Each member stores a block and a sequence flag into its slot of every peer's inbox (the same
 // block for allgather, block p for member p in all_to_all), keeps its own block, and copies each
 // peer's block out of its own inbox once the flag arrives. One round, like the pushed onephase
@@ -37,7 +38,7 @@ CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv,
 
 bool pushes_blocks(const CollContext& c, size_t block_bytes) {
   return c.has_inbox() && c.size() > 1 && block_bytes > 0 &&
-         block_bytes <= CollContext::kInboxBytes;
+         block_bytes <= c.inbox().payload_bytes();
 }
 
 CollTask allgather_pushed(CollContext& c, const std::byte* send, std::byte* recv,

@@ -16,6 +16,8 @@ PushInbox::PushInbox(Team team, size_t region, const SignalKind& ack)
       size_(team_.size()),
       region_(region),
       ack_base_(ack.index() * static_cast<uint32_t>(size_)),
+      payload_bytes_(payload_bytes(size_)),
+      stride_(stride(size_)),
       writer_(team_, region, region_bytes(size_)),
       unacked_(static_cast<size_t>(size_)),
       acks_seen_(static_cast<size_t>(size_), 0),
@@ -30,7 +32,7 @@ PushInbox::PushInbox(Team team, size_t region, const SignalKind& ack)
 
 void PushInbox::too_big(size_t bytes) const {
   throw InvalidArgument(std::string(operation_) + ": " + std::to_string(bytes) +
-                        " bytes do not fit a push inbox slot of " + std::to_string(kPayloadBytes));
+                        " bytes do not fit a push inbox slot of " + std::to_string(payload_bytes_));
 }
 
 void PushInbox::await_slot_free(int peer, uint64_t sequence) {

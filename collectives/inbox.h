@@ -1,5 +1,6 @@
 // PushInbox: the low-latency push protocol. Every member has, per sequence parity and per sender,
-// one slot (an 8-byte flag followed by up to kPayloadBytes) in a region of the team's window. A
+// one slot (an 8-byte flag and up to payload_bytes(members): 32 KiB on up to 4 members, else
+// 4 KiB) in a region of the team's window. A
 // collective takes the next sequence number on every member alike; each member pushes its data
 // and the flag `sequence` into its slot of the peers' inboxes (data and flag in one message:
 // one round), and a receiver waits for the flag and reads the payload in place.
@@ -30,12 +31,23 @@ extern const SignalKind kBroadcastAck;
 
 class PushInbox {
  public:
+  // A slot holds up to 4 KiB on any team, and up to 32 KiB on teams of up to kLargeSlotMembers:
+  // there one push round beats reading in place or Open MPI's eager copy up to 16-32 KiB
+  // (docs/performance.md), and the region stays small (2 x 4 x 32 KiB on four members).
   static constexpr size_t kPayloadBytes = 4096;
-  static constexpr size_t kStride = 4160;  // the flag's line + payload (slot_writer.h)
+  static constexpr size_t kLargePayloadBytes = 32768;
+  static constexpr int kLargeSlotMembers = 4;
+  static constexpr size_t payload_bytes(int members) {
+    return members <= kLargeSlotMembers ? kLargePayloadBytes : kPayloadBytes;
+  }
+  // The flag's line, then the payload (slot_writer.h).
+  static constexpr size_t stride(int members) { return 64 + payload_bytes(members); }
   // The bytes of window a PushInbox of `members` needs at its region.
   static constexpr size_t region_bytes(int members) {
-    return 2 * kStride * static_cast<size_t>(members);
+    return 2 * stride(members) * static_cast<size_t>(members);
   }
+  // The largest push on this inbox's team.
+  size_t payload_bytes() const { return payload_bytes_; }
 
   // Slots at window offset `region` (region_bytes(team.size()) bytes, the same on every member);
   // SIZE_MAX makes an absent inbox (present() false: nothing may be pushed). Acknowledgements
@@ -48,12 +60,12 @@ class PushInbox {
 
   // The sequence of the next pushed collective (every member calls it once per such collective).
   uint64_t next_sequence() { return ++sequence_; }
-  // Writes `bytes` (<= kPayloadBytes) of `payload` and then the flag `sequence` into this
+  // Writes `bytes` (<= payload_bytes()) of `payload` and then the flag `sequence` into this
   // member's slot of `peer`'s inbox (SlotWriter: stores where mapped, else puts from a private
   // copy of the same parity, free again once the peer has consumed the slot; no flush needed).
   // Waits, with the team's timeout, only for an acknowledgement it needs (see above).
   void push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
-    if (bytes > kPayloadBytes) [[unlikely]]
+    if (bytes > payload_bytes_) [[unlikely]]
       too_big(bytes);
     const size_t p = static_cast<size_t>(peer);
     if (!unacked_[p].empty() || (sequence > 2 && finished_[p] < sequence - 2))
@@ -90,7 +102,7 @@ class PushInbox {
  private:
   // Offset of `sender`'s slot for `sequence` within the region.
   size_t offset(uint64_t sequence, int sender) const {
-    return ((sequence & 1) * static_cast<size_t>(size_) + static_cast<size_t>(sender)) * kStride;
+    return ((sequence & 1) * static_cast<size_t>(size_) + static_cast<size_t>(sender)) * stride_;
   }
   // Waits until `peer` has finished sequence `sequence - 2` (its slot is free again), settling
   // the acknowledgements of broadcasts this member rooted.
@@ -102,6 +114,8 @@ class PushInbox {
   int size_;
   size_t region_;
   uint32_t ack_base_;  // the first of the acknowledgement kind's signal slots (one per sender)
+  size_t payload_bytes_;
+  size_t stride_;
   SlotWriter writer_;
   std::byte* local_ = nullptr;  // this member's region
   uint64_t sequence_ = 0;

@@ -1,4 +1,4 @@
-// reduce_scatter, pushed (small blocks, up to CollContext::kInboxBytes): each member stores
+// reduce_scatter, pushed (small blocks, up to the inbox's slot): each member stores
 // block p of its input and a sequence flag into its slot of member p's inbox, then reduces its
 // own block with every peer's, in rank order, once their flags arrive. One round; slots reused
 // as in the pushed allgather. In place (recv == send) is safe: every block is pushed before the

@@ -103,6 +103,16 @@ std::string Limits::describe() const {
   return text;
 }
 
+std::string Ranges::describe() const {
+  std::string text;
+  for (const Limits& set : sets) {
+    if (set.empty()) continue;
+    if (!text.empty()) text += " or ";
+    text += set.describe();
+  }
+  return text.empty() ? "no message" : text;
+}
+
 std::vector<ParsedRule> parse_size_rules(std::string_view spec, std::string_view variable,
                                          std::span<const std::string_view> names) {
   std::vector<ParsedRule> rules;

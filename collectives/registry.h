@@ -53,6 +53,8 @@ struct Ranges {
     return sets[0].holds(bytes, members, has_inbox) || sets[1].holds(bytes, members, has_inbox) ||
            sets[2].holds(bytes, members, has_inbox);
   }
+  // The non-empty sets' describe(), joined by " or ".
+  std::string describe() const;
 };
 
 // The memory a collective runs on: symmetric (comm.alloc memory, a domain's buffers: in place)
@@ -79,13 +81,13 @@ struct Algorithm {
   CollTask (*run)(CollContext&, typename RunParam<Args>::type);
   std::string_view summary;
   const char* label;  // "<collective>(<name>)", as diagnostics name it
-  Limits serves;      // the messages it is correct for; never run outside them
+  Ranges serves;      // the messages it is correct for; never run outside them
   // Where it is the built-in choice when no entry's measured range (below) holds the message:
   // the first entry whose `preferred` holds wins.
   Limits preferred;
   // Messages it runs straight from and into the caller's memory (any memory, nothing staged,
   // window offsets unused): the pushed and streamed paths.
-  Limits pushes;
+  Ranges pushes;
   // Writes the result to the caller's destination itself (no copy out of the staging window).
   bool writes_dst;
   // Stages the input from the caller's source itself (only what peers read).

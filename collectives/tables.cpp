@@ -11,16 +11,24 @@
 namespace rankflow::coll {
 namespace {
 
-constexpr size_t kInbox = CollContext::kInboxBytes;
+constexpr size_t kInbox = PushInbox::kPayloadBytes;            // any team
+constexpr size_t kLargeInbox = PushInbox::kLargePayloadBytes;  // teams of up to kLargeSlotMembers
+constexpr int kLargeSlotMembers = PushInbox::kLargeSlotMembers;
 constexpr size_t kStream = CollContext::kStreamBytes;
-// Blocks that fit one inbox slot, on two or more members (pushes_blocks).
-constexpr Limits kInboxBlocks{1, kInbox, 2, INT_MAX, true};
+// Blocks that fit one inbox slot, on two or more members (pushes_blocks): 4 KiB on any team,
+// 32 KiB on up to four members. Pushed exchanges are the built-in choice up to 4 KiB
+// (kSmallBlocks); larger pushes are chosen where a sweep measured them fastest.
+constexpr Ranges kInboxBlocks{Limits{1, kInbox, 2, INT_MAX, true},
+                              Limits{kInbox + 1, kLargeInbox, 2, kLargeSlotMembers, true}};
+constexpr Limits kSmallBlocks{1, kInbox, 2, INT_MAX, true};
 // Allreduce messages onephase pushes (onephase_pushes): up to a slot, zero bytes included.
-constexpr Limits kOnephasePushes{0, kInbox, 2, INT_MAX, true};
+constexpr Ranges kOnephasePushes{Limits{0, kInbox, 2, INT_MAX, true},
+                                 Limits{kInbox + 1, kLargeInbox, 2, kLargeSlotMembers, true}};
 // Broadcasts that stream (broadcast_streams): up to a stream slot, any member count.
 constexpr Limits kStreamed{0, kStream, 1, INT_MAX, true};
 // Broadcasts pushed through the inbox (broadcast_pushes): two members only.
-constexpr Limits kPushedPair{1, kInbox, 2, 2, true};
+constexpr Limits kPushedPair{1, kLargeInbox, 2, 2, true};
+constexpr Limits kSmallPushedPair{1, kInbox, 2, 2, true};
 // Where onephase is the built-in allreduce (2026-11-30 sweep, docs/collectives.md).
 constexpr Limits kSmallAllreduce{0, kInbox};
 // No entry stages the caller's source with non-temporal stores any more (Algorithm::
@@ -39,9 +47,10 @@ constexpr Limits kSmallAllreduce{0, kInbox};
 constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
   return {min_bytes, max_bytes, 2, 2};
 }
-// allreduce: onephase at 8-32 KiB on both kinds of buffers (its one round beats twophase's
-// two there); twophase at 2-4 KiB on symmetric buffers.
-constexpr Ranges kOnephaseSymmetric = kTwoMembers(4097, 32 << 10);
+// allreduce: onephase at 8-32 KiB on plain buffers (pushed through the inbox's 32 KiB slots
+// since 2026-12-03: one round, nothing staged); twophase at 2-4 KiB on symmetric buffers, and
+// from 8 KiB as preferred (onephase read in place there until the 2026-12-03 sweep, which
+// found the pushed onephase slower than twophase on symmetric buffers).
 constexpr Ranges kOnephasePlain = kTwoMembers(4097, 32 << 10);
 constexpr Ranges kTwophaseSymmetric = kTwoMembers(1025, kInbox);
 // The exchanges and broadcast on symmetric buffers: reading in place beats one inbox round from
@@ -49,25 +58,41 @@ constexpr Ranges kTwophaseSymmetric = kTwoMembers(1025, kInbox);
 // 512 B on symmetric buffers (on plain ones streamed wins there: 2026-12-03 sweep).
 constexpr Ranges kReadInPlaceSymmetric = kTwoMembers(1025, kInbox);
 constexpr Ranges kPushedBroadcast = kTwoMembers(257, 512);
+// On plain buffers, the inbox's 32 KiB slots on two members: one push round beats Open MPI's
+// eager copy for allgather and all_to_all blocks and broadcasts of 8 KiB (2026-12-03, x1.2-1.5;
+// at 16 KiB x0.8-1.0, where Open MPI's copy stays). Allreduce pushes up to 32 KiB through
+// onephase (kOnephasePlain: onephase_pushes).
+constexpr Ranges kPushedPlain = kTwoMembers(kInbox + 1, 8 << 10);
+// reduce_scatter pushes every block that fits a slot (8-32 KiB blocks: x1.2-1.9 faster than the
+// staged mesh, 2026-12-03 sweep).
+constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox);
 // Open MPI (the `mpi` entries) on plain buffers: on one host it copies a message once, through
 // CMA, where a staged path copies it into the window and the peers copy it out. On two members
 // it runs as a pairwise exchange that copies the own block while the transfer runs
-// (api/mpi_pairwise.h). allgather blocks from 16 KiB; all_to_all blocks from 8 KiB; broadcast
-// at 8-128 KiB (from 256 KiB the staged broadcast in 16 KiB chunks wins: 2026-12-03 re-sweep).
-// Never for allreduce and reduce_scatter, whose staged paths reduce while they copy. (2026-12-03
-// sweep; the one before, with Open MPI's collective behind a barrier, had the staged allgather at
-// 32-256 KiB blocks.)
+// (api/mpi_pairwise.h). allgather and all_to_all blocks from 16 KiB; broadcast at 16-128 KiB (from
+// 256 KiB the staged broadcast in 16 KiB chunks wins: 2026-12-03 re-sweep). Never for allreduce and
+// reduce_scatter, whose staged paths reduce while they copy. (2026-12-03 sweep; the one before,
+// with Open MPI's collective behind a barrier, had the staged allgather at 32-256 KiB blocks.)
 constexpr Ranges kOpenMpiAllgather = kTwoMembers((8 << 10) + 1, SIZE_MAX);
-constexpr Ranges kOpenMpiAllToAll = kTwoMembers(4097, SIZE_MAX);
-constexpr Ranges kOpenMpiBroadcast = kTwoMembers(4097, 128 << 10);
+constexpr Ranges kOpenMpiAllToAll = kTwoMembers((8 << 10) + 1, SIZE_MAX);
+constexpr Ranges kOpenMpiBroadcast = kTwoMembers((8 << 10) + 1, 128 << 10);
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
 
 //  name, run, summary, label, serves, preferred, pushes, writes_dst, stages_src,
 //  streams_staged, measured_symmetric, measured_plain
 constexpr AllreduceAlgorithm kAllreduce[] = {
-    {"onephase", &allreduce_onephase, "mesh: every member sees every input", "allreduce(onephase)",
-     kAnyMessage, kSmallAllreduce, kOnephasePushes, true, false, kNoMessage, kOnephaseSymmetric,
+    {"onephase",
+     &allreduce_onephase,
+     "mesh: every member sees every input",
+     "allreduce(onephase)",
+     kAnyMessage,
+     kSmallAllreduce,
+     kOnephasePushes,
+     true,
+     false,
+     kNoMessage,
+     {},
      kOnephasePlain},
     {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
      "allreduce(twophase)", kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage,
@@ -118,8 +143,18 @@ CollTask allgather_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
 }
 
 constexpr AllgatherAlgorithm kAllgather[] = {
-    {"pushed", &allgather_pushed_entry, "each block into every peer's inbox, one round",
-     "allgather(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
+    {"pushed",
+     &allgather_pushed_entry,
+     "each block into every peer's inbox, one round",
+     "allgather(pushed)",
+     kInboxBlocks,
+     kSmallBlocks,
+     kInboxBlocks,
+     true,
+     false,
+     kNoMessage,
+     {},
+     kPushedPlain},
     {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
      "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false, kNoMessage,
      kReadInPlaceSymmetric},
@@ -151,8 +186,18 @@ CollTask reduce_scatter_mesh_entry(CollContext& c, const ReduceScatterArgs& a) {
 }
 
 constexpr ReduceScatterAlgorithm kReduceScatter[] = {
-    {"pushed", &reduce_scatter_pushed_entry, "block p into member p's inbox, one round",
-     "reduce_scatter(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
+    {"pushed",
+     &reduce_scatter_pushed_entry,
+     "block p into member p's inbox, one round",
+     "reduce_scatter(pushed)",
+     kInboxBlocks,
+     kSmallBlocks,
+     kInboxBlocks,
+     true,
+     false,
+     kNoMessage,
+     {},
+     kPushedReduceScatterPlain},
     {"mesh", &reduce_scatter_mesh_entry, "every member reads its block of each peer's input",
      "reduce_scatter(mesh)", kAnyMessage, kAnyMessage, kNoMessage, false, false, kNoMessage,
      kReadInPlaceSymmetric},
@@ -187,8 +232,8 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
     {"streamed", &broadcast_streamed_entry, "the root stores into 64-deep streams and returns",
      "broadcast(streamed)", kStreamed, kStreamed, kStreamed, true, false},
     {"pushed", &broadcast_pushed_entry, "two members: the root pushes into the peer's inbox",
-     "broadcast(pushed)", kPushedPair, kPushedPair, kPushedPair, true, false, kNoMessage,
-     kPushedBroadcast},
+     "broadcast(pushed)", kPushedPair, kSmallPushedPair, kPushedPair, true, false, kNoMessage,
+     kPushedBroadcast, kPushedPlain},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
      kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage, kReadInPlaceSymmetric},
     {"mpi",
@@ -221,8 +266,18 @@ CollTask all_to_all_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
 }
 
 constexpr AllToAllAlgorithm kAllToAll[] = {
-    {"pushed", &all_to_all_pushed_entry, "block p into member p's inbox, one round",
-     "all_to_all(pushed)", kInboxBlocks, kInboxBlocks, kInboxBlocks, true, false},
+    {"pushed",
+     &all_to_all_pushed_entry,
+     "block p into member p's inbox, one round",
+     "all_to_all(pushed)",
+     kInboxBlocks,
+     kSmallBlocks,
+     kInboxBlocks,
+     true,
+     false,
+     kNoMessage,
+     {},
+     kPushedPlain},
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
      "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false, kNoMessage,
      kReadInPlaceSymmetric},

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-INBOX = 4096  # CollContext::kInboxBytes
+INBOX = 32768  # PushInbox::kLargePayloadBytes: the largest push on two members
 STREAM = 512  # CollContext::kStreamBytes
 # collective -> [(algorithm, largest size it serves on 2 members, smallest)]
 # "mpi" is Open MPI's own collective, run through the communicator (blocking calls).

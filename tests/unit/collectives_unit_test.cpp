@@ -126,12 +126,16 @@ TEST(RegistryTest, NamesAndDefaults) {
   EXPECT_EQ(default_allreduce(4, 2).name, "onephase");
   EXPECT_EQ(default_allreduce(4096, 3).name, "onephase");  // the largest pushed message
   EXPECT_EQ(default_allreduce(1024, 2).name, "onephase");
-  // Two members, symmetric buffers (sweep_choices.txt): twophase in place at 2-4 KiB, onephase
-  // again at 8-32 KiB, then twophase.
+  // Two members, symmetric buffers (sweep_choices.txt): twophase in place from 2 KiB; on plain
+  // buffers onephase, pushed, up to 32 KiB, then twophase.
   EXPECT_EQ(default_allreduce(2048, 2).name, "twophase");
   EXPECT_EQ(default_allreduce(4096, 2).name, "twophase");
-  EXPECT_EQ(default_allreduce(4100, 2).name, "onephase");
+  EXPECT_EQ(default_allreduce(4100, 2).name, "twophase");
   EXPECT_EQ(default_allreduce(64 << 10, 2).name, "twophase");
+  const auto& table = allreduce_table();
+  EXPECT_EQ(table.builtin(4100, 2, true, Buffers::kPlain).name, "onephase");
+  EXPECT_EQ(table.builtin(32 << 10, 2, true, Buffers::kPlain).name, "onephase");
+  EXPECT_EQ(table.builtin((32 << 10) + 4, 2, true, Buffers::kPlain).name, "twophase");
   EXPECT_EQ(default_allreduce(size_t{64} << 20, 4).name, "twophase");
 }
 
@@ -180,11 +184,13 @@ std::string_view old_broadcast_choice(size_t bytes, int members) {
   if (members == 2 && bytes <= CollContext::kInboxBytes) return "pushed";
   return "direct";
 }
-bool old_onephase_pushes(size_t bytes, int members) {
-  return members > 1 && bytes <= CollContext::kInboxBytes;
+// Since 2026-12-03 the inbox's slots hold 32 KiB on teams of up to four members (4 KiB above).
+bool onephase_pushes_on(size_t bytes, int members) {
+  return members > 1 && bytes <= PushInbox::payload_bytes(members);
 }
 
-const std::vector<size_t> kSizes = {0, 1, 8, 511, 512, 513, 4095, 4096, 4097, 65536, 1 << 20};
+const std::vector<size_t> kSizes = {0,    1,    8,     511,   512,   513,     4095,   4096,
+                                    4097, 8192, 32768, 32769, 65536, 1 << 20};
 const std::vector<int> kMembers = {1, 2, 3, 4, 5, 64};
 
 // The choice by `preferred` alone: where no measured range (tests/unit/sweep_choices_test.cpp
@@ -215,7 +221,7 @@ TEST(TablesTest, DefaultsMatchTheEarlierChoices) {
                   old_broadcast_choice(bytes, members));
       }
       EXPECT_EQ(find_allreduce("onephase").pushes.holds(bytes, members, true),
-                old_onephase_pushes(bytes, members));
+                onephase_pushes_on(bytes, members));
       // With no overrides, select() is the built-in choice.
       EXPECT_EQ(&broadcast_table().select(bytes, members, true, {}),
                 &broadcast_table().builtin(bytes, members, true));
@@ -404,10 +410,12 @@ TEST(SignalKindTest, KindsAreNumberedDenselyByName) {
 
 // The inbox buffer's layout is part of the wire protocol (every member must agree, and it was
 // fixed before the protocols moved into their own files): the push inbox's two parities of
-// 4160-byte slots per sender, the broadcast stream's 64 slots of 576 bytes per sender, then the
-// small broadcast stream's 256 slots of 16 bytes per sender (four to a cache line).
+// slots per sender (32832 bytes on up to four members, 4160 above), the broadcast stream's 64
+// slots of 576 bytes per sender, then the small broadcast stream's 256 slots of 16 bytes per
+// sender (four to a cache line).
 TEST(InboxLayoutTest, PushInboxThenBroadcastStreamThenSmallStream) {
-  static_assert(PushInbox::kPayloadBytes == 4096 && PushInbox::kStride == 4160);
+  static_assert(PushInbox::kPayloadBytes == 4096 && PushInbox::stride(5) == 4160);
+  static_assert(PushInbox::kLargePayloadBytes == 32768 && PushInbox::stride(4) == 32832);
   static_assert(CollContext::kInboxBytes == 4096 && CollContext::kStreamBytes == 512);
   constexpr StreamShape shape = CollContext::kBroadcastStream;
   static_assert(shape.slots == 64 && shape.payload_bytes == 512 && shape.ack_every == 16);
@@ -415,12 +423,14 @@ TEST(InboxLayoutTest, PushInboxThenBroadcastStreamThenSmallStream) {
   constexpr StreamShape small = CollContext::kSmallBroadcastStream;
   static_assert(CollContext::kSmallStreamBytes == 8);
   static_assert(small.slots == 256 && small.ack_every == 64 && small.stride() == 16);
-  for (int members : {1, 2, 3, 64}) {
+  for (int members : {1, 2, 3, 4, 5, 64}) {
     const size_t n = static_cast<size_t>(members);
-    EXPECT_EQ(PushInbox::region_bytes(members), 2 * 4160 * n);
+    const size_t slot = members <= 4 ? 32832 : 4160;
+    EXPECT_EQ(PushInbox::payload_bytes(members), members <= 4 ? 32768u : 4096u);
+    EXPECT_EQ(PushInbox::region_bytes(members), 2 * slot * n);
     EXPECT_EQ(shape.region_bytes(members), 64 * 576 * n);
     EXPECT_EQ(small.region_bytes(members), 256 * 16 * n);
-    EXPECT_EQ(CollContext::inbox_buffer_bytes(members), (2 * 4160 + 64 * 576 + 256 * 16) * n);
+    EXPECT_EQ(CollContext::inbox_buffer_bytes(members), (2 * slot + 64 * 576 + 256 * 16) * n);
   }
 }
 
@@ -444,7 +454,9 @@ TEST(InboxLayoutTest, LargerPayloadsStartOnTheirOwnCacheLine) {
   EXPECT_EQ(payload_offset(56), 8u);
   EXPECT_EQ(payload_offset(57), 64u);
   EXPECT_EQ(payload_offset(PushInbox::kPayloadBytes), 64u);
-  EXPECT_LE(64 + PushInbox::kPayloadBytes, PushInbox::kStride);
+  EXPECT_EQ(payload_offset(PushInbox::kLargePayloadBytes), 64u);
+  for (int members : {2, 4, 5, 64})
+    EXPECT_LE(64 + PushInbox::payload_bytes(members), PushInbox::stride(members));
   EXPECT_LE(64 + CollContext::kStreamBytes, CollContext::kBroadcastStream.stride());
 }
 
