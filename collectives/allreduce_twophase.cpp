@@ -65,14 +65,15 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
 }
 
 // Segments of a message on the caller's memory (plain buffers; symmetric memory takes the
-// delivering path and is never segmented): at least 512 KiB (half the L2 of a core here) and at
-// most 16 per call (each costs two rounds of signals), up to 16 MiB. Larger ones come from DRAM
-// whatever the order and go whole (segments measured slower there).
+// delivering path and is never segmented): at least 1 MiB (half the 2 MiB L2 of a core on the
+// Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 16 per call
+// (each costs two rounds of signals), up to 16 MiB. Larger ones go whole: segmenting 32-64 MiB
+// measured x1.2-7 slower (2026-12-03, 256 KiB-2 MiB segments; not explained yet).
 size_t segment_bytes(const AllreduceArgs& a) {
   constexpr size_t kSegmentedUpTo = size_t{16} << 20;
   const size_t bytes = a.count * a.reducer->elem_size;
   if (bytes > kSegmentedUpTo) return bytes;
-  return std::max<size_t>(512 * 1024, (bytes + 15) / 16);
+  return std::max<size_t>(1024 * 1024, (bytes + 15) / 16);
 }
 
 // The caller's memory: stages only the parts of `a` that peers read (they wait for kReady).
@@ -127,11 +128,24 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     co_return;
   }
   const size_t segment = std::max<size_t>(1, segment_bytes(a) / es);
-  for (size_t first = 0; first < a.count; first += segment) {
+  // When this call stages every segment itself and gathers into the caller's recv, the segments
+  // reuse the window's first segment instead of sweeping the whole message's window, so the
+  // staging stays in cache. The signals already order the reuse out of place: a member stages
+  // segment k + 1 only after kReady2 of k, when its peers have read its staged input, and writes
+  // its reduced part of k + 1 only after their kReady of k + 1, sent once they gathered k. In
+  // place the staged input and the reduced parts share one region, and a shorter last segment
+  // moves the parts' boundaries, so its staging could overwrite a reduced part of k that a peer
+  // is still gathering: in-place calls alternate two regions (staging k + 2 waits for kReady2
+  // of k + 1, which peers send after they gathered k).
+  const bool reuse_window = a.src_ptr != nullptr && a.dst_ptr != nullptr;
+  const bool in_place = a.src == a.dst;
+  size_t index = 0;
+  for (size_t first = 0; first < a.count; first += segment, ++index) {
     AllreduceArgs s = a;
     s.count = std::min(segment, a.count - first);
-    s.src += first * es;
-    s.dst += first * es;
+    const size_t region = !reuse_window ? first : in_place ? (index % 2) * segment : 0;
+    s.src += region * es;
+    s.dst += region * es;
     if (s.src_ptr) s.src_ptr += first * es;
     if (s.dst_ptr) s.dst_ptr += first * es;
     if (s.src_ptr) stage_for_peers(c, s);
