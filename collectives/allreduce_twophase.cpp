@@ -112,8 +112,8 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     co_return;
   }
   // Large messages go in segments, each through both phases, so that what a segment stages,
-  // reduces and gathers is still in cache when the next step touches it. Segments use disjoint
-  // parts of the window, so only the last needs the final kDone.
+  // reduces and gathers is still in cache when the next step touches it. Only the last segment
+  // needs the final kDone: the signals of the next segment order the reuse of the window (below).
   const int n = c.size();
   if (!a.src_ptr && !a.dst_ptr) {  // symmetric: the owners deliver the parts
     c.notify_all(kReady);

@@ -70,8 +70,8 @@ class CollContext {
   // hands the peer one line per four broadcasts of up to 8 B, not one per broadcast.
   static constexpr StreamShape kBroadcastStream{64, 512, 16};
   static constexpr StreamShape kSmallBroadcastStream{256, 8, 64};
-  // The largest push on any team (teams of up to PushInbox::kLargeSlotMembers push up to
-  // PushInbox::kLargePayloadBytes: inbox().payload_bytes()).
+  // The push every team's inbox holds (teams of up to PushInbox::kLargeSlotMembers hold up to
+  // PushInbox::kLargePayloadBytes: inbox().payload_bytes() is this team's).
   static constexpr size_t kInboxBytes = PushInbox::kPayloadBytes;
   static constexpr size_t kStreamBytes = kBroadcastStream.payload_bytes;  // the largest stream
   static constexpr size_t kSmallStreamBytes = kSmallBroadcastStream.payload_bytes;

@@ -1,9 +1,9 @@
 // PushInbox: the low-latency push protocol. Every member has, per sequence parity and per sender,
 // one slot (an 8-byte flag and up to payload_bytes(members): 32 KiB on up to 4 members, else
-// 4 KiB) in a region of the team's window. A
-// collective takes the next sequence number on every member alike; each member pushes its data
-// and the flag `sequence` into its slot of the peers' inboxes (data and flag in one message:
-// one round), and a receiver waits for the flag and reads the payload in place.
+// 4 KiB) in a region of the team's window. A collective takes the next sequence number on every
+// member alike; each member pushes its data and the flag `sequence` into its slot of the peers'
+// inboxes (data and flag in one message: one round), and a receiver waits for the flag and reads
+// the payload in place.
 //
 // Slot reuse: a slot is rewritten two sequences later, so push() first needs evidence that the
 // peer has finished the collective two sequences back: its own push for a later sequence

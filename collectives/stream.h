@@ -83,7 +83,10 @@ class AckedStream {
   }
 
   // Receiver, for each message from `sender` in order: its number, a wait for its flag, its
-  // payload (valid until consumed), and consumed() once the payload has been copied out.
+  // payload (valid until consumed), and consumed() once the payload has been copied out. The
+  // receiver must know each message's size (payload(): where the payload starts depends on it,
+  // see payload_offset): a protocol with messages of varying size sends the size first, or
+  // sends every message at one size.
   uint64_t next_message(int sender) { return ++received_[static_cast<size_t>(sender)]; }
   SignalAwait await_message(int sender, uint64_t message) const {
     return SignalAwait{reinterpret_cast<const uint64_t*>(local_ + offset(sender, message)), message,

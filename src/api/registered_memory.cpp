@@ -58,32 +58,46 @@ bool RegisteredMemory::attach(const std::shared_ptr<Registration>& r) {
   return true;
 }
 
-const RegisteredMemory::Attached* RegisteredMemory::find(const void* address, size_t bytes) const {
+template <typename Use>
+bool RegisteredMemory::visit(const void* address, size_t bytes, Use&& use) const {
   const auto* at = static_cast<const std::byte*>(address);
+  const bool shared_with_progress_thread = context_->progress_thread() != nullptr;
   for (const Attached& a : attached_) {
-    if (a.weak.expired()) continue;
+    std::shared_ptr<Registration> held;
+    if (shared_with_progress_thread) {
+      held = a.weak.lock();
+      if (!held) continue;
+    } else if (a.weak.expired()) {
+      continue;
+    }
     const Registration& r = *a.registration;
     if (!r.live || !r.attachment || at < r.base) continue;
-    if (bytes <= r.bytes && static_cast<size_t>(at - r.base) <= r.bytes - bytes) return &a;
+    if (bytes > r.bytes || static_cast<size_t>(at - r.base) > r.bytes - bytes) continue;
+    use(a, r);
+    return true;
   }
-  return nullptr;
+  return false;
 }
 
 std::shared_ptr<Registration> RegisteredMemory::holding(const void* address, size_t bytes) const {
-  const Attached* a = find(address, bytes);
-  return a != nullptr ? a->weak.lock() : nullptr;
+  std::shared_ptr<Registration> found;
+  visit(address, bytes, [&](const Attached& a, const Registration&) { found = a.weak.lock(); });
+  return found;
 }
 
 bool RegisteredMemory::holds(const void* send, size_t send_bytes, const void* recv,
                              size_t recv_bytes) const {
-  return find(send, send_bytes) != nullptr && find(recv, recv_bytes) != nullptr;
+  auto nothing = [](const Attached&, const Registration&) {};
+  return visit(send, send_bytes, nothing) && visit(recv, recv_bytes, nothing);
 }
 
 size_t RegisteredMemory::offset_of(const void* address, size_t bytes) const {
-  const Attached* a = find(address, bytes);
-  if (a == nullptr) throw InvalidState("RegisteredMemory::offset_of: the address is not attached");
-  const Registration& r = *a->registration;
-  return r.window_offset + static_cast<size_t>(static_cast<const std::byte*>(address) - r.base);
+  size_t offset = 0;
+  const bool found = visit(address, bytes, [&](const Attached&, const Registration& r) {
+    offset = r.window_offset + static_cast<size_t>(static_cast<const std::byte*>(address) - r.base);
+  });
+  if (!found) throw InvalidState("RegisteredMemory::offset_of: the address is not attached");
+  return offset;
 }
 
 void RegisteredMemory::set_timeout(std::chrono::nanoseconds timeout) {

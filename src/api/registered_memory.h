@@ -59,14 +59,19 @@ class RegisteredMemory {
   MPI_Comm comm_;
   std::unique_ptr<coll::CollContext> coll_;  // made at the first attach
   std::chrono::nanoseconds timeout_{0};
-  // Each attached registration, and its address for the per-call lookup: a live weak_ptr
-  // (expired() is a plain load, where lock() is two atomic read-modify-writes) means the
-  // registration is alive, since its last handle goes on this thread (above).
+  // Each attached registration, and its address for the per-call lookup.
   struct Attached {
     std::weak_ptr<Registration> weak;
     const Registration* registration;
   };
-  const Attached* find(const void* address, size_t bytes) const;
+  // Calls use(attached, registration) for the attached registration holding [address,
+  // address + bytes), while it is sure to live; false when none holds it. Without a progress
+  // thread every registration's last handle goes on this thread (above), so a live weak_ptr
+  // (expired(): a plain load) means a live registration. With one, a request that thread
+  // finishes may drop the last handle (a request holds its registrations), so the lookup takes a
+  // reference (lock(): two atomic read-modify-writes) and holds it while `use` runs.
+  template <typename Use>
+  bool visit(const void* address, size_t bytes, Use&& use) const;
 
   std::vector<Attached> attached_;
 };

@@ -243,7 +243,8 @@ TEST(AlgorithmOverrideErrors, TableLimitsAgreeWithTheAlgorithms) {
     coll::CollContext c(transport::create_team(shared_context(), MPI_COMM_WORLD, buffers, "limits",
                                                coll::CollContext::signal_slots_for(p)));
     ASSERT_EQ(c.has_inbox(), inbox);
-    for (size_t bytes : {0, 1, 2, 511, 512, 513, 4095, 4096, 4097, 1 << 20}) {
+    for (size_t bytes : {0, 1, 2, 8, 9, 511, 512, 513, 4095, 4096, 4097, 8192, 32768, 32769,
+                         1 << 20}) {
       SCOPED_TRACE(std::to_string(bytes) + (inbox ? " bytes, inbox" : " bytes, no inbox"));
       const auto& ag = coll::allgather_table().find("pushed");
       EXPECT_EQ(ag.serves.holds(bytes, p, inbox), coll::pushes_blocks(c, bytes));

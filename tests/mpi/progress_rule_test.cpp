@@ -334,5 +334,36 @@ INSTANTIATE_TEST_SUITE_P(Buffers, ProgressRule, ::testing::Values(false, true),
                            return param.param ? "Symmetric" : "Plain";
                          });
 
+// A request holds the registrations of its arrays, so the program may drop its handles while the
+// request runs; with RANKFLOW_PROGRESS=thread the progress thread may then release the last
+// reference while the program's next collectives look their buffers up among the registrations
+// (the lookup must not read one being freed: the TSan job runs this as progress_thread.np2).
+TEST(ProgressRuleRegistered, HandlesDroppedWhileTheirRequestRunsThenMoreCollectives) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const int p = comm.size(), me = comm.rank();
+  const size_t n = size_t{1} << 16;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<int32_t> send(n, me + round), recv(n, -1);
+    Request request;
+    {
+      RegisteredBuffer rs = comm.register_buffer(send.data(), n * sizeof(int32_t));
+      RegisteredBuffer rr = comm.register_buffer(recv.data(), n * sizeof(int32_t));
+      request = comm.iallreduce(send.data(), recv.data(), n, DType::kI32, ReduceOp::kSum);
+    }  // the handles go; the request holds the registrations
+    int32_t one = 1, members = 0;
+    for (int k = 0; k < 4; ++k) {  // each looks up its buffers; the first completes the request
+      comm.allreduce(&one, &members, 1, DType::kI32, ReduceOp::kSum);
+      ASSERT_EQ(members, p) << "round " << round;
+    }
+    request.wait();
+    request = Request();
+    const int32_t want = p * round + p * (p - 1) / 2;
+    for (size_t i = 0; i < n; i += 127)
+      ASSERT_EQ(recv[i], want) << "round " << round << " element " << i;
+    MPI_Barrier(MPI_COMM_WORLD);
+  }
+  comm.close();
+}
+
 }  // namespace
 }  // namespace rankflow::test
