@@ -180,28 +180,37 @@ TEST_P(Collectives, PushedSmallCollectivesInterleave) {
   }
 }
 
+// Broadcast number `i` of `count` int32 from `root` into `a` (the root fills it first, the others
+// start from -1), blocking or not, then every element checked on every member. `sleeper` sleeps
+// 20 ms before it when `sleep`, so a root running ahead fills its stream and waits for credit.
+void streamed_broadcast_checked(Communicator& comm, int32_t* a, int i, size_t count, int root,
+                                bool nonblocking, int sleeper, bool sleep) {
+  const int me = comm.rank();
+  for (size_t k = 0; k < count; ++k)
+    a[k] = me == root ? static_cast<int32_t>(1000 * i + static_cast<int>(k)) : -1;
+  if (me == sleeper && sleep) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (nonblocking) {
+    Request request = comm.ibroadcast(a, count, DType::kI32, root);
+    request.wait();
+  } else {
+    comm.broadcast(a, count, DType::kI32, root);
+  }
+  for (size_t k = 0; k < count; ++k)
+    ASSERT_EQ(a[k], 1000 * i + static_cast<int>(k)) << "broadcast " << i << " element " << k;
+}
+
 // Small broadcasts stream: the root returns at once and runs up to 64 messages ahead. Rank 1
 // sleeps now and then, so the root fills the stream and must wait for acknowledgements before
 // reusing slots; every message must arrive intact and in order, from every root, also when
 // non-blocking broadcasts and other collectives come in between.
 TEST_P(Collectives, StreamedBroadcastsRunAheadWithoutLosingMessages) {
-  const int p = comm_.size(), me = comm_.rank();
+  const int p = comm_.size();
   auto [a, b] = buffers(128 * 4);
   (void)b;
   for (int i = 0; i < 600; ++i) {
-    const int root = (i / 150) % p;
     const size_t count = 1 + static_cast<size_t>(i * 7 % 128);  // 4 to 512 bytes
-    for (size_t k = 0; k < count; ++k)
-      a[k] = me == root ? static_cast<int32_t>(1000 * i + static_cast<int>(k)) : -1;
-    if (me == 1 && i % 150 == 10) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (i % 3 == 0) {
-      Request request = comm_.ibroadcast(a, count, DType::kI32, root);
-      request.wait();
-    } else {
-      comm_.broadcast(a, count, DType::kI32, root);
-    }
-    for (size_t k = 0; k < count; ++k)
-      ASSERT_EQ(a[k], 1000 * i + static_cast<int>(k)) << "broadcast " << i << " element " << k;
+    ASSERT_NO_FATAL_FAILURE(streamed_broadcast_checked(comm_, a, i, count, (i / 150) % p,
+                                                       i % 3 == 0, 1, i % 150 == 10));
     if (i % 150 == 149) {  // after each root's run: the root is far ahead until here
       int32_t one = 1, sum = 0;
       comm_.allreduce(&one, &sum, 1, DType::kI32, ReduceOp::kSum);
@@ -215,25 +224,14 @@ TEST_P(Collectives, StreamedBroadcastsRunAheadWithoutLosingMessages) {
 // sleeps now and then (so the root fills the small stream and waits for credit), every message
 // must arrive intact and in call order, through more calls than either stream has slots.
 TEST_P(Collectives, TinyBroadcastsInterleavedWithLargerOnesStayInOrder) {
-  const int p = comm_.size(), me = comm_.rank();
+  const int p = comm_.size();
   auto [a, b] = buffers(25 * 4);
   (void)b;
   constexpr size_t kCounts[] = {1, 2, 1, 25};  // 4 B, 8 B, 4 B (small stream), 100 B
   for (int i = 0; i < 1200; ++i) {
     const int root = (i / 400) % p;
-    const size_t count = kCounts[i % 4];
-    for (size_t k = 0; k < count; ++k)
-      a[k] = me == root ? static_cast<int32_t>(1000 * i + static_cast<int>(k)) : -1;
-    if (me == (root + 1) % p && i % 400 == 7)
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    if (i % 5 == 0) {
-      Request request = comm_.ibroadcast(a, count, DType::kI32, root);
-      request.wait();
-    } else {
-      comm_.broadcast(a, count, DType::kI32, root);
-    }
-    for (size_t k = 0; k < count; ++k)
-      ASSERT_EQ(a[k], 1000 * i + static_cast<int>(k)) << "broadcast " << i << " element " << k;
+    ASSERT_NO_FATAL_FAILURE(streamed_broadcast_checked(comm_, a, i, kCounts[i % 4], root,
+                                                       i % 5 == 0, (root + 1) % p, i % 400 == 7));
   }
 }
 
