@@ -126,11 +126,13 @@ Placement BufferPlacement::place_pair(const void* send, size_t send_bytes, void*
     p.registered_recv = registered_.holding(recv, recv_bytes);
     return p;
   }
-  coll::CollContext& stage = staged(std::max(send_bytes, recv_bytes));
+  const size_t need = std::max(send_bytes, recv_bytes);
+  coll::CollContext& stage = staged(need);
+  const size_t half = alternate_half(need);
   ++staged_count_;
   p.context = &stage;
-  p.src = stage.team().offset("in");
-  p.dst = stage.team().offset(send == recv && !copy_in ? "in" : "out");
+  p.src = stage.team().offset("in") + half;
+  p.dst = stage.team().offset(send == recv && !copy_in ? "in" : "out") + half;
   p.staged_recv = static_cast<std::byte*>(recv);
   if (copy_in) {
     coll::stage_copy(stage.local(p.src), static_cast<const std::byte*>(send), send_bytes,
@@ -193,6 +195,18 @@ coll::CollContext& BufferPlacement::staged(size_t bytes) {
     grow_staging(grown);
   }
   return *staging_;
+}
+
+// Consecutive staged calls that fit in half of the staging buffers take their halves in turn
+// (every member counts the same calls, so all pick the same half). On the Intel Xeon of
+// 2026-12-03, a core stores 32-45 KiB into lines that the other core read in the call just
+// before about twice as slowly as into lines it read two calls before, and reads them back as
+// slowly: a two-member plain allreduce of 64-88 KiB took 13-17 us on one region and 8-11 us
+// alternating (bench/micro BM_StagingHandoff; docs/performance.md). A call reads and writes
+// only its own half, and the half a call uses was last written two calls before.
+size_t BufferPlacement::alternate_half(size_t bytes) const {
+  const size_t half = stage_bytes_ / 2;
+  return bytes <= half && staged_count_ % 2 == 1 ? half : 0;
 }
 
 // The old window goes first (its memory may be needed for the new one). If the new one cannot be

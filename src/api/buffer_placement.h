@@ -97,6 +97,8 @@ class BufferPlacement {
   size_t staging_bytes() const { return stage_bytes_; }
   // Collectives place_pair() has put into the staging window (for tests and diagnostics).
   size_t staged_count() const { return staged_count_; }
+  // Where in each staging buffer the next staged call of `bytes` starts (see the .cpp).
+  size_t alternate_half(size_t bytes) const;
 
   void set_timeout(std::chrono::nanoseconds timeout);
   // Collective: releases the staging window and the adopted windows' collective teams.

@@ -39,6 +39,10 @@ size_t staging_bytes(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staging_bytes();
 }
 
+size_t next_staging_offset(const Communicator& communicator, size_t bytes) {
+  return CommunicatorImpl::of(communicator).next_staging_offset(bytes);
+}
+
 bool runs_in_place(const Communicator& communicator, const void* send, size_t send_bytes,
                    const void* recv, size_t recv_bytes) {
   return CommunicatorImpl::of(communicator).buffers_of(send, send_bytes, recv, recv_bytes) ==

@@ -152,6 +152,7 @@ class CommunicatorImpl {
     adopted_ = true;
   }
   size_t staged_count() const { return placement_->staged_count(); }
+  size_t next_staging_offset(size_t bytes) const { return placement_->alternate_half(bytes); }
 
   // Runs `prepare(state)`, then completes the state at once (blocking calls reuse one state and
   // allocate nothing) or hands it out as a Request (and to the progress thread, if there is

@@ -23,6 +23,9 @@ Communicator communicator_over(MPI_Comm comm, const Team& team, size_t begin, si
 size_t staged_collectives(const Communicator& communicator);
 // The bytes each of the staging window's two buffers holds now.
 size_t staging_bytes(const Communicator& communicator);
+// Where in each staging buffer the next staged collective of `bytes` would start: 0, or half of
+// staging_bytes() for every other call of messages that fit in half (BufferPlacement).
+size_t next_staging_offset(const Communicator& communicator, size_t bytes);
 // Whether every member maps every other member's memory (one host, shared memory transports):
 // then registered buffers are shared with the peers.
 bool maps_peers(const Communicator& communicator);

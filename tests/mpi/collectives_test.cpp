@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "api/communicator_internal.h"
 #include "mpi_test_main.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
@@ -263,6 +264,83 @@ TEST_P(Collectives, SegmentedAllreduceReusesItsWindowWithoutMixingSegments) {
     // turned into a peer's timeout.
     EXPECT_EQ(wrong, 0u) << "call " << call << (in_place ? " (in place)" : "")
                          << ": first wrong element " << first_wrong << " of " << count;
+  }
+}
+
+// Consecutive staged calls that fit in half of the staging buffers take the halves in turn
+// (api/buffer_placement.cpp); larger ones take the first half. Back-to-back calls of every
+// staged collective, sizes on both sides of the half (64 KiB and 48 KiB messages and blocks,
+// and 520 KiB ones), in and out of place, one member late now and then: every element must be
+// exact, so a call that staged over what a peer still read of the call before would show. On
+// plain buffers the offset the next call takes must alternate for the small ones.
+TEST_P(Collectives, StagedCallsAlternateHalvesWithoutMixingCalls) {
+  const int p = comm_.size(), me = comm_.rank();
+  const size_t large = (520 << 10) / 4;
+  auto [a, b] = buffers(large * 4 * static_cast<size_t>(p));
+  const int32_t ranks = p * (p + 1) / 2;
+  size_t alternated = 0;
+  for (int call = 0; call < 60; ++call) {
+    const size_t count = call % 3 == 2 ? large : ((call % 3 == 0 ? 64 : 48) << 10) / 4;
+    const bool in_place = call % 4 == 1;
+    const int kind = (call / 3) % 5;
+    const size_t total = kind == 0 || kind == 3 ? count : count * static_cast<size_t>(p);
+    auto value = [&](int rank, size_t i) {
+      return static_cast<int32_t>((i * 13 + static_cast<size_t>(call) * 7) % 1000) * (rank + 1);
+    };
+    const size_t before = api::next_staging_offset(comm_, total * 4);
+    const size_t staged_before = api::staged_collectives(comm_);
+    if (me == call % p && call % 7 == 3) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    int32_t* out = in_place ? a : b;
+    size_t wrong = 0, first_wrong = SIZE_MAX;
+    auto expect = [&](const int32_t* got, size_t n, auto&& want) {
+      for (size_t i = 0; i < n; ++i) {
+        if (got[i] != want(i) && wrong++ == 0) first_wrong = i;
+      }
+    };
+    if (kind == 0) {  // allreduce
+      for (size_t i = 0; i < count; ++i)
+        a[i] = value(me, i);
+      comm_.allreduce(a, out, count, DType::kI32, ReduceOp::kSum);
+      expect(out, count, [&](size_t i) { return value(0, i) * ranks; });
+    } else if (kind == 1) {  // allgather (in place: this member's block of b)
+      int32_t* send = in_place ? b + count * me : a;
+      for (size_t i = 0; i < count; ++i)
+        send[i] = value(me, i);
+      comm_.allgather(send, b, count, DType::kI32);
+      expect(b, total, [&](size_t i) { return value(static_cast<int>(i / count), i % count); });
+    } else if (kind == 2) {  // reduce_scatter
+      for (size_t i = 0; i < total; ++i)
+        a[i] = value(me, i);
+      comm_.reduce_scatter(a, out, count, DType::kI32, ReduceOp::kSum);
+      expect(out, count, [&](size_t i) { return value(0, i + count * me) * ranks; });
+    } else if (kind == 3) {  // broadcast from a root that moves
+      const int root = call % p;
+      for (size_t i = 0; i < count; ++i)
+        a[i] = me == root ? value(root, i) : -1;
+      comm_.broadcast(a, count, DType::kI32, root);
+      expect(a, count, [&](size_t i) { return value(root, i); });
+    } else {  // all_to_all: block q of member r holds value(r, q * count + i)
+      for (size_t i = 0; i < total; ++i)
+        a[i] = value(me, i);
+      comm_.all_to_all(a, out, count, DType::kI32);
+      expect(out, total,
+             [&](size_t i) { return value(static_cast<int>(i / count), me * count + i % count); });
+    }
+    EXPECT_EQ(wrong, 0u) << "call " << call << " (kind " << kind << ", " << count << " elements"
+                         << (in_place ? ", in place" : "") << "): first wrong element "
+                         << first_wrong;
+    if (GetParam() || api::staged_collectives(comm_) == staged_before) continue;
+    const size_t after = api::next_staging_offset(comm_, total * 4);
+    if (total * 4 > api::staging_bytes(comm_) / 2) {
+      EXPECT_EQ(before, 0u) << "call " << call << ": a message over half the staging buffers";
+      EXPECT_EQ(after, 0u) << "call " << call << ": a message over half the staging buffers";
+    } else {
+      EXPECT_NE(after, before) << "call " << call << ": the next small call takes the same half";
+      ++alternated;
+    }
+  }
+  if (!GetParam() && p == 2) {
+    EXPECT_GT(alternated, 10u) << "too few calls were staged";
   }
 }
 
