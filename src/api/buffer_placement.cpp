@@ -197,16 +197,20 @@ coll::CollContext& BufferPlacement::staged(size_t bytes) {
   return *staging_;
 }
 
-// Consecutive staged calls that fit in half of the staging buffers take their halves in turn
-// (every member counts the same calls, so all pick the same half). On the Intel Xeon of
-// 2026-12-03, a core stores 32-45 KiB into lines that the other core read in the call just
-// before about twice as slowly as into lines it read two calls before, and reads them back as
-// slowly: a two-member plain allreduce of 64-88 KiB took 13-17 us on one region and 8-11 us
-// alternating (bench/micro BM_StagingHandoff; docs/performance.md). A call reads and writes
-// only its own half, and the half a call uses was last written two calls before.
+// Consecutive staged calls of up to 512 KiB that fit in half of the staging buffers take their
+// halves in turn (every member counts the same calls, so all pick the same half). On the Intel
+// Xeon of 2026-12-03, when each of two cores stages 32-45 KiB into lines that the other core
+// read in the call just before and reads what the other staged, both run at about 60 % of the
+// speed they reach on lines last touched two calls before: a two-member plain allreduce of
+// 64-88 KiB took 13-17 us on one region and 8-11 us alternating (bench/micro
+// BM_PairedStagingHandoff reproduces it; docs/performance.md). From 96 KiB to 512 KiB the two
+// tied or alternating won by a few per cent; larger messages keep one region, so their staging
+// stays within one cache-sized footprint. A call reads and writes only its own half, and the
+// half a call uses was last written two calls before.
 size_t BufferPlacement::alternate_half(size_t bytes) const {
+  constexpr size_t kAlternateUpTo = 512 << 10;
   const size_t half = stage_bytes_ / 2;
-  return bytes <= half && staged_count_ % 2 == 1 ? half : 0;
+  return bytes <= std::min(half, kAlternateUpTo) && staged_count_ % 2 == 1 ? half : 0;
 }
 
 // The old window goes first (its memory may be needed for the new one). If the new one cannot be
