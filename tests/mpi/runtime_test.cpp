@@ -446,6 +446,7 @@ TEST(RuntimeTest, DotDumpNamesFailedSkippedAndDoneTasks) {
     EXPECT_THAT(graph, ::testing::HasSubstr(node(failed, "fail\\nchip 0\\nfailed")));
     EXPECT_THAT(graph,
                 ::testing::HasSubstr(node(skipped, "double_it\\nhost sub-worker\\nskipped")));
+    std::remove(dot.c_str());
   }
 }
 
