@@ -40,9 +40,12 @@ CollTask allreduce_ibing(CollContext& c, AllreduceArgs a);
 // With `out` (the caller's memory; null for symmetric memory) the result goes straight there.
 CollTask allgather_mesh(CollContext& c, size_t src, size_t dst, size_t count, size_t elem_size,
                         std::byte* out = nullptr);
-// src: size() * count elements; dst: this rank's reduced block of `count` elements.
+// src: size() * count elements; dst: this rank's reduced block of `count` elements. With
+// `src_ptr` and `dst_ptr` (the caller's plain memory; null for symmetric memory) it stages only
+// the blocks peers reduce and writes the result straight into dst_ptr (which may be src_ptr).
 CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t count,
-                             const Reducer& reducer);
+                             const Reducer& reducer, const std::byte* src_ptr = nullptr,
+                             std::byte* dst_ptr = nullptr);
 // buffer: `bytes` at the same offset everywhere; root's contents end up on every member.
 // With `out` (plain memory) the root stages its caller's buffer `stage_from` chunk by chunk
 // while members fetch (null: staged before the call), with non-temporal stores when

@@ -195,7 +195,7 @@ CollTask reduce_scatter_pushed_entry(CollContext& c, const ReduceScatterArgs& a)
   return reduce_scatter_pushed(c, a.src_ptr, a.dst_ptr, a.count, *a.reducer);
 }
 CollTask reduce_scatter_mesh_entry(CollContext& c, const ReduceScatterArgs& a) {
-  return reduce_scatter_mesh(c, a.src, a.dst, a.count, *a.reducer);
+  return reduce_scatter_mesh(c, a.src, a.dst, a.count, *a.reducer, a.src_ptr, a.dst_ptr);
 }
 
 constexpr ReduceScatterAlgorithm kReduceScatter[] = {
@@ -212,7 +212,7 @@ constexpr ReduceScatterAlgorithm kReduceScatter[] = {
      {},
      kPushedReduceScatterPlain},
     {"mesh", &reduce_scatter_mesh_entry, "every member reads its block of each peer's input",
-     "reduce_scatter(mesh)", kAnyMessage, kAnyMessage, kNoMessage, false, false, kNoMessage,
+     "reduce_scatter(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage,
      kReadInPlaceSymmetric},
     {"mpi",
      nullptr,
