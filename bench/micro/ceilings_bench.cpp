@@ -180,18 +180,21 @@ void BM_PairedStagingHandoff(benchmark::State& state) {
     side.stage = static_cast<float*>(std::aligned_alloc(4096, 2 * regions * half));
     std::memset(side.stage, 0, 2 * regions * half);
   }
-  alignas(128) static std::atomic<uint64_t> arrived[2];
+  struct alignas(128) Counter {  // one cache line (pair) each: the two cores' arrivals
+    std::atomic<uint64_t> steps{0};
+  };
+  static Counter arrived[2];
   alignas(128) static std::atomic<bool> stop{false};
-  arrived[0].store(0);
-  arrived[1].store(0);
+  arrived[0].steps.store(0);
+  arrived[1].steps.store(0);
   stop.store(false);
   auto exchange = [&](int me, uint64_t call, uint64_t& steps) {
     Side& mine = sides[me];
     const Side& peer = sides[1 - me];
     const size_t region = (call % regions) * half / 4, out = regions * half / 4 + region;
     auto barrier = [&] {
-      arrived[me].store(++steps, std::memory_order_release);
-      while (arrived[1 - me].load(std::memory_order_acquire) < steps && !stop.load()) {
+      arrived[me].steps.store(++steps, std::memory_order_release);
+      while (arrived[1 - me].steps.load(std::memory_order_acquire) < steps && !stop.load()) {
       }
     };
     const size_t own = static_cast<size_t>(me) * half / 4, other = half / 4 - own;

@@ -48,7 +48,9 @@ struct Registration;
 
 // A non-blocking collective in flight. test() advances it without blocking; wait() completes
 // it (see the progress rule above: until then it may need this rank's calls to advance). Recv
-// buffers must not be read, nor send buffers of symmetric memory written, before it completes. A
+// buffers must not be read, nor send buffers of symmetric or registered memory written (they
+// are used in place), before it completes; a plain send buffer may be written as soon as the
+// call returns (the request keeps what it needs of it). A
 // Timeout from wait(timeout) does not cancel: wait again or discard the communicator. Starting
 // another collective on the same communicator completes this one first.
 class Request {

@@ -205,8 +205,9 @@ coll::CollContext& BufferPlacement::staged(size_t bytes) {
 // 64-88 KiB took 13-17 us on one region and 8-11 us alternating (bench/micro
 // BM_PairedStagingHandoff reproduces it; docs/performance.md). From 96 KiB to 512 KiB the two
 // tied or alternating won by a few per cent; larger messages keep one region, so their staging
-// stays within one cache-sized footprint. A call reads and writes only its own half, and the
-// half a call uses was last written two calls before.
+// stays within one cache-sized footprint. A call reads and writes only its own half (a larger
+// one spans both). The alternation is for speed only: every staged algorithm still ends with a
+// round that tells each member its peers have read what it staged, as with one region.
 size_t BufferPlacement::alternate_half(size_t bytes) const {
   constexpr size_t kAlternateUpTo = 512 << 10;
   const size_t half = stage_bytes_ / 2;

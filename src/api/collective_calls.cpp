@@ -20,24 +20,26 @@ namespace {
 // Launches `chosen` on send/recv: straight from and into the caller's memory where it pushes
 // (nothing staged), else through prepare_pair, copying in and out only what the algorithm does
 // not do itself. `args(src, dst, src_ptr, dst_ptr, streams)` builds the algorithm's arguments.
-// `stage_now`: send is copied in before the algorithm starts even where it stages its source
-// itself (src_ptr null then): non-blocking calls of algorithms that stage while their peers
-// read, whose caller may reuse a plain buffer as soon as the call returns.
+// A non-blocking call's caller may write a plain send as soon as the call returns, and the
+// algorithm runs later (test, wait, the progress thread): pushing algorithms then push from the
+// request's own copy of send, and algorithms that stage their source themselves get it copied
+// in before they start (src_ptr null then).
 template <typename Args, typename MakeArgs>
 void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
                        const coll::Algorithm<Args>& chosen, size_t bytes, const void* send,
                        size_t send_bytes, void* recv, size_t recv_bytes, MakeArgs&& args,
-                       bool stage_now = false) {
+                       bool blocking) {
   const auto* src_ptr = static_cast<const std::byte*>(send);
   auto* dst_ptr = static_cast<std::byte*>(recv);
   coll::CollContext& staging = impl.staging();
   if (chosen.pushes.holds(bytes, impl.size(), staging.has_inbox())) {
+    if (!blocking) src_ptr = state.keep_send(send, send_bytes);
     impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
       return chosen.run(c, args(0, 0, src_ptr, dst_ptr, false));
     });
     return;
   }
-  const bool copy_in = !chosen.stages_src || stage_now;
+  const bool copy_in = !chosen.stages_src || !blocking;
   const bool streams = chosen.streams_staged.holds(bytes, impl.size(), true);
   impl.prepare_pair(
       state, chosen.label, send, send_bytes, recv, recv_bytes, copy_in, !chosen.writes_dst, streams,
@@ -61,10 +63,12 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
     });
   }
   return impl.launch(blocking, [&](RequestState& state) {
-    prepare_algorithm(impl, state, chosen, bytes, send, bytes, recv, bytes,
-                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool) {
-                        return coll::AllreduceArgs{src, dst, count, &reducer, sp, dp};
-                      });
+    prepare_algorithm(
+        impl, state, chosen, bytes, send, bytes, recv, bytes,
+        [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool) {
+          return coll::AllreduceArgs{src, dst, count, &reducer, sp, dp};
+        },
+        blocking);
   });
 }
 
@@ -93,7 +97,7 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
         [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool s) {
           return coll::ExchangeArgs{src, dst, block, es, sp, dp, s};
         },
-        !blocking);
+        blocking);
   });
 }
 
@@ -113,10 +117,12 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
     });
   }
   return impl.launch(blocking, [&](RequestState& state) {
-    prepare_algorithm(impl, state, chosen, block, send, total, recv, block,
-                      [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool) {
-                        return coll::ReduceScatterArgs{src, dst, count, &reducer, sp, dp};
-                      });
+    prepare_algorithm(
+        impl, state, chosen, block, send, total, recv, block,
+        [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool) {
+          return coll::ReduceScatterArgs{src, dst, count, &reducer, sp, dp};
+        },
+        blocking);
   });
 }
 
@@ -141,8 +147,10 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   auto* ptr = static_cast<std::byte*>(buffer);
   return impl.launch(blocking, [&](RequestState& state) {
     if (chosen.pushes.holds(bytes, impl.size(), impl.staging().has_inbox())) {
+      // A non-blocking root pushes from its own copy (the caller may write the buffer at once).
+      std::byte* from = is_root && !blocking ? state.keep_send(ptr, bytes) : ptr;
       impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
-        return chosen.run(c, {0, bytes, root, ptr, nullptr});
+        return chosen.run(c, {0, bytes, root, from, nullptr});
       });
       return;
     }
@@ -185,7 +193,7 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
         [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool s) {
           return coll::ExchangeArgs{src, dst, block, dtype_size(dtype), sp, dp, s};
         },
-        !blocking);
+        blocking);
   });
 }
 

@@ -54,6 +54,15 @@ struct RequestState {
   size_t copy_bytes = 0;
   std::atomic<bool> finished = false;  // read by Request::done() without the driver lock
   std::exception_ptr error;            // what the progress thread met, rethrown by test/wait
+  // A non-blocking call's own copy of the caller's send, for algorithms that read it after the
+  // call returned (the caller may write a plain send buffer at once).
+  std::vector<std::byte> send_copy;
+
+  std::byte* keep_send(const void* send, size_t bytes) {
+    const auto* from = static_cast<const std::byte*>(send);
+    send_copy.assign(from, from + bytes);
+    return send_copy.data();
+  }
 
   void complete_once() {
     if (finished.load(std::memory_order_relaxed)) return;

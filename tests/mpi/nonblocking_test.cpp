@@ -1,0 +1,170 @@
+// Non-blocking collectives: every one completes through test() or wait(), a caller may write its
+// plain send buffers as soon as the call returns, starting another collective completes the
+// one before, and a wait that times out does not cancel.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include "mpi_test_main.h"
+#include "rankflow/communicator.h"
+#include "rankflow/error.h"
+
+namespace rankflow::test {
+namespace {
+
+TEST(NonBlockingTest, EveryCollectiveCompletesThroughTestOrWait) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const int p = comm.size(), me = comm.rank();
+  const size_t n = 100003;
+  for (bool symmetric : {false, true}) {
+    SymmetricBuffer arena = symmetric ? comm.alloc(2 * n * p * 4 + 64) : SymmetricBuffer();
+    std::vector<int32_t> user(2 * n * p + 16);
+    int32_t* a = symmetric ? static_cast<int32_t*>(arena.data()) : user.data();
+    int32_t* b = a + n * p + 8;
+    for (size_t i = 0; i < n; ++i)
+      a[i] = static_cast<int32_t>(i + me);
+    Request r = comm.iallreduce(a, b, n, DType::kI32, ReduceOp::kSum);
+    long polls = 0;
+    while (!r.test())
+      ++polls;  // the caller is free to compute here
+    EXPECT_TRUE(r.done());
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(b[i], static_cast<int32_t>(p * i + p * (p - 1) / 2)) << "element " << i;
+    }
+    for (size_t i = 0; i < n; ++i)
+      a[i] = static_cast<int32_t>(me * 1000 + i % 1000);
+    comm.iallgather(a, b, n, DType::kI32).wait();
+    for (int q = 0; q < p; ++q)
+      ASSERT_EQ(b[q * n + 5], q * 1000 + 5);
+    comm.ibroadcast(a, n, DType::kI32, p - 1).wait();
+    ASSERT_EQ(a[7], (p - 1) * 1000 + 7);
+    for (size_t i = 0; i < n * p; ++i)
+      a[i] = static_cast<int32_t>(me);
+    comm.iall_to_all(a, b, n, DType::kI32).wait();
+    for (int q = 0; q < p; ++q)
+      ASSERT_EQ(b[q * n], q);
+    comm.ireduce_scatter(a, b, n, DType::kI32, ReduceOp::kSum).wait();
+    ASSERT_EQ(b[0], p * (p - 1) / 2);
+    comm.ibarrier().wait();
+  }
+  comm.close();
+}
+
+// A plain buffer is the caller's again as soon as a non-blocking call returns: the root of an
+// ibroadcast may overwrite it at once (blocking roots stage large messages chunk by chunk while
+// peers fetch; non-blocking ones must have staged it all).
+TEST(NonBlockingTest, RootMayReusePlainBufferRightAfterIbroadcast) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const size_t n = size_t{1} << 20;  // 4 MiB: many chunks
+  std::vector<int32_t> a(n);
+  for (int root = 0; root < comm.size(); ++root) {
+    for (size_t i = 0; i < n; ++i)
+      a[i] = comm.rank() == root ? static_cast<int32_t>(i * 3 + root) : -1;
+    Request r = comm.ibroadcast(a.data(), n, DType::kI32, root);
+    if (comm.rank() == root) std::fill(a.begin(), a.end(), -7);
+    r.wait();
+    if (comm.rank() == root) continue;
+    for (size_t i = 0; i < n; i += 4099)
+      ASSERT_EQ(a[i], static_cast<int32_t>(i * 3 + root)) << "root " << root << " element " << i;
+    ASSERT_EQ(a[n - 1], static_cast<int32_t>((n - 1) * 3 + root));
+  }
+  comm.close();
+}
+
+// The caller may write a plain send buffer as soon as a non-blocking call returns (Request):
+// every collective, at sizes that push (16 B, 4 KiB, 24 KiB), stage (96 KiB, 1.5 MiB) and run
+// in segments (3 MiB of allreduce), overwrites its input right after the call and must still
+// get the result of what it passed. With RANKFLOW_PROGRESS=thread the call may already be
+// running when the input changes.
+TEST(NonBlockingTest, SendMayBeWrittenRightAfterEachCall) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const int p = comm.size(), me = comm.rank();
+  const int32_t ranks = p * (p + 1) / 2;
+  auto value = [](int rank, size_t i) {
+    return static_cast<int32_t>((i * 5 + 3) % 1000) * (rank + 1);
+  };
+  for (size_t bytes : {size_t{16}, size_t{4096}, size_t{24} << 10, size_t{96} << 10,
+                       size_t{1536} << 10, size_t{3} << 20}) {
+    const size_t n = bytes / 4;
+    std::vector<int32_t> send(n * p), recv(n * p);
+    auto fill = [&](size_t count) {
+      for (size_t i = 0; i < count; ++i)
+        send[i] = value(me, i);
+    };
+    auto clobber = [&] { std::fill(send.begin(), send.end(), -99); };
+    auto check = [&](const char* what, size_t count, auto&& want) {
+      size_t wrong = 0, first = SIZE_MAX;
+      for (size_t i = 0; i < count; ++i) {
+        if (recv[i] != want(i) && wrong++ == 0) first = i;
+      }
+      EXPECT_EQ(wrong, 0u) << what << " of " << bytes << " B: first wrong element " << first;
+    };
+    fill(n);
+    Request r = comm.iallreduce(send.data(), recv.data(), n, DType::kI32, ReduceOp::kSum);
+    clobber();
+    r.wait();
+    check("iallreduce", n, [&](size_t i) { return value(0, i) * ranks; });
+    if (bytes > (size_t{1536} << 10)) continue;  // the rest once past the staged sizes
+    fill(n * p);
+    r = comm.ireduce_scatter(send.data(), recv.data(), n, DType::kI32, ReduceOp::kSum);
+    clobber();
+    r.wait();
+    check("ireduce_scatter", n, [&](size_t i) { return value(0, me * n + i) * ranks; });
+    fill(n);
+    r = comm.iallgather(send.data(), recv.data(), n, DType::kI32);
+    clobber();
+    r.wait();
+    check("iallgather", n * p, [&](size_t i) { return value(static_cast<int>(i / n), i % n); });
+    fill(n * p);
+    r = comm.iall_to_all(send.data(), recv.data(), n, DType::kI32);
+    clobber();
+    r.wait();
+    check("iall_to_all", n * p,
+          [&](size_t i) { return value(static_cast<int>(i / n), me * n + i % n); });
+    for (int root = 0; root < p; ++root) {  // the root's buffer is its send
+      std::vector<int32_t>& buffer = me == root ? send : recv;
+      for (size_t i = 0; i < n; ++i)
+        buffer[i] = me == root ? value(root, i) : -1;
+      r = comm.ibroadcast(buffer.data(), n, DType::kI32, root);
+      if (me == root) clobber();
+      r.wait();
+      if (me != root) check("ibroadcast", n, [&](size_t i) { return value(root, i); });
+    }
+  }
+  comm.close();
+}
+
+TEST(NonBlockingTest, StartingAnotherCollectiveCompletesThePreviousOne) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  int64_t x = comm.rank() + 1, sum = 0, y = 10, max = 0;
+  Request first = comm.iallreduce(&x, &sum, 1, DType::kI64, ReduceOp::kSum);
+  comm.allreduce(&y, &max, 1, DType::kI64, ReduceOp::kMax);  // completes `first` before starting
+  EXPECT_TRUE(first.done());
+  EXPECT_EQ(sum, static_cast<int64_t>(comm.size()) * (comm.size() + 1) / 2);
+  EXPECT_EQ(max, 10);
+  comm.close();
+}
+
+TEST(NonBlockingTest, WaitTimeoutDoesNotCancel) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  float x = 1, sum = 0;
+  if (comm.rank() == 0) {
+    Request r = comm.iallreduce(&x, &sum, 1, DType::kF32, ReduceOp::kSum);
+    EXPECT_THROW(r.wait(std::chrono::milliseconds(50)), Timeout);  // the others are late
+    EXPECT_FALSE(r.done());
+    r.wait();  // still in flight: completes once they arrive
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    comm.allreduce(&x, &sum, 1, DType::kF32, ReduceOp::kSum);
+  }
+  EXPECT_EQ(sum, static_cast<float>(comm.size()));
+  comm.close();
+}
+
+}  // namespace
+}  // namespace rankflow::test
