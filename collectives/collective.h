@@ -41,8 +41,9 @@ CollTask allreduce_ibing(CollContext& c, AllreduceArgs a);
 CollTask allgather_mesh(CollContext& c, size_t src, size_t dst, size_t count, size_t elem_size,
                         std::byte* out = nullptr);
 // src: size() * count elements; dst: this rank's reduced block of `count` elements. With
-// `src_ptr` and `dst_ptr` (the caller's plain memory; null for symmetric memory) it stages only
-// the blocks peers reduce and writes the result straight into dst_ptr (which may be src_ptr).
+// `src_ptr` (the caller's plain memory; null for symmetric memory or an input staged already),
+// which needs `dst_ptr`, it stages only the blocks peers reduce and writes the result straight
+// into dst_ptr (which may be src_ptr). With only `dst_ptr`, the result goes there.
 CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t count,
                              const Reducer& reducer, const std::byte* src_ptr = nullptr,
                              std::byte* dst_ptr = nullptr);

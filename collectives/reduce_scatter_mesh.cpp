@@ -43,8 +43,9 @@ CollTask reduce_scatter_plain(CollContext& c, size_t src, size_t count, const Re
     co_await c.await(c.peer(-d), kDone);
 }
 
-// Symmetric memory, or an input already staged whole: peers read their blocks in place, so the
-// result goes out only after the "done" round (dst may overlap src).
+// Symmetric memory, or an input staged whole when the call started (non-blocking calls): peers
+// read their blocks in place, so the result goes out only after the "done" round (dst may
+// overlap src).
 CollTask reduce_scatter_in_window(CollContext& c, size_t src, size_t dst, size_t count,
                                   const Reducer& r, std::byte* dst_ptr) {
   const size_t block = count * r.elem_size;
@@ -75,10 +76,7 @@ CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t coun
     if (in != out) std::memmove(out, in, block);
     return CollTask::finished();
   }
-  if (src_ptr != nullptr && dst_ptr != nullptr)
-    return reduce_scatter_plain(c, src, count, r, src_ptr, dst_ptr);
-  if (src_ptr != nullptr)  // no recv of the caller's to write early: stage the whole input
-    std::memcpy(c.local(src), src_ptr, block * static_cast<size_t>(c.size()));
+  if (src_ptr != nullptr) return reduce_scatter_plain(c, src, count, r, src_ptr, dst_ptr);
   return reduce_scatter_in_window(c, src, dst, count, r, dst_ptr);
 }
 
