@@ -34,11 +34,13 @@ CollTask pushed(CollContext& c, AllreduceArgs a) {
   auto input = [&](int p) { return p == c.rank() ? src : c.inbox().payload(p, sequence, bytes); };
   if (c.size() == 2) {  // one pass, straight into dst (in place too: element-wise)
     r.reduce2(dst, input(0), input(1), a.count);
-    co_return;
+  } else {
+    std::byte* acc = c.scratch(a.count * r.acc_size);
+    accumulate_inputs(r, acc, a.count, c.size(), input);
+    r.store(dst, acc, a.count);
   }
-  std::byte* acc = c.scratch(a.count * r.acc_size);
-  accumulate_inputs(r, acc, a.count, c.size(), input);
-  r.store(dst, acc, a.count);
+  for (int d = 1; d < c.size(); ++d)
+    c.inbox().consumed(c.peer(-d), sequence, bytes);
 }
 
 CollTask read_in_place(CollContext& c, AllreduceArgs a) {

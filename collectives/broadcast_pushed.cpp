@@ -26,8 +26,7 @@ CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int r
   if (c.rank() == root) {
     for (int d = 1; d < c.size(); ++d) {
       const int p = c.peer(d);
-      c.inbox().push(p, sequence, buffer, bytes);
-      c.inbox().pushed_broadcast(p, sequence);
+      c.inbox().push_broadcast(p, sequence, buffer, bytes);
     }
     co_return;
   }

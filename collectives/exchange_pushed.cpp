@@ -30,6 +30,7 @@ CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv,
     if (block_bytes > 0) {  // recv may be null then
       std::memcpy(recv + static_cast<size_t>(p) * block_bytes,
                   c.inbox().payload(p, sequence, block_bytes), block_bytes);
+      c.inbox().consumed(p, sequence, block_bytes);
     }
   }
 }

@@ -19,6 +19,7 @@
 #include <deque>
 #include <vector>
 
+#include "collectives/cache_hints.h"
 #include "collectives/coll_task.h"
 #include "collectives/signal_kind.h"
 #include "collectives/slot_writer.h"
@@ -63,17 +64,18 @@ class PushInbox {
   // Writes `bytes` (<= payload_bytes()) of `payload` and then the flag `sequence` into this
   // member's slot of `peer`'s inbox (SlotWriter: stores where mapped, else puts from a private
   // copy of the same parity, free again once the peer has consumed the slot; no flush needed).
-  // Waits, with the team's timeout, only for an acknowledgement it needs (see above).
+  // Waits, with the team's timeout, only for an acknowledgement it needs (see above). For the
+  // collectives where every member pushes and then waits for the peers' pushes; the payload's
+  // lines are demoted where that measured faster (hand-off hints below).
   void push(int peer, uint64_t sequence, const void* payload, size_t bytes) {
-    if (bytes > payload_bytes_) [[unlikely]]
-      too_big(bytes);
-    const size_t p = static_cast<size_t>(peer);
-    if (!unacked_[p].empty() || (sequence > 2 && finished_[p] < sequence - 2))
-      await_slot_free(peer, sequence);
-    // The private copy is of the same parity, so it is free again once the peer has consumed
-    // it.
-    writer_.write(peer, region_ + offset(sequence, rank_), sequence, payload, bytes,
-                  offset(sequence, peer));
+    const std::byte* stored = store(peer, sequence, payload, bytes);
+    if (stored != nullptr && demotes_pushed(bytes)) demote_lines(stored, bytes);
+  }
+  // The pushed broadcast's root: the same write (its lines stay in this core: demoting them
+  // measured slower there), and the root will not wait for the peer (see above).
+  void push_broadcast(int peer, uint64_t sequence, const void* payload, size_t bytes) {
+    store(peer, sequence, payload, bytes);
+    unacked_[static_cast<size_t>(peer)].push_back(sequence);
   }
   // The flag of `peer`'s push for `sequence` in this member's inbox: once it is there the peer
   // has finished every earlier collective. (Recorded when the wait is made: the coroutine
@@ -90,16 +92,42 @@ class PushInbox {
     return local_ + offset(sequence, peer) + payload_offset(bytes);
   }
 
-  // Broadcasts: the root records each push it will not wait on, and each receiver acknowledges
-  // once it has copied the payload out.
-  void pushed_broadcast(int peer, uint64_t sequence) {
-    unacked_[static_cast<size_t>(peer)].push_back(sequence);
+  // Tells the inbox this member has read `peer`'s payload for `sequence`: small payloads are
+  // demoted, so that the peer's next write into the slot finds the lines in the shared cache.
+  void consumed(int peer, uint64_t sequence, size_t bytes) const {
+    if (demotes_consumed(bytes)) demote_lines(payload(peer, sequence, bytes), bytes);
   }
+
+  // Hand-off hints (cache_hints.h), measured with two members on one host
+  // (docs/performance.md, "Cache hints for pushed messages"): payloads with lines of their own
+  // (above the flag's line), pushed for an exchange, are demoted by the writer up to 1 KiB and
+  // from 2 KiB to 4 KiB (at 1-2 KiB and above 4 KiB it lost), and by the reader once read up to
+  // 512 B (from 1 KiB it lost).
+  static constexpr bool demotes_pushed(size_t bytes) {
+    return (bytes > kFlagLinePayload && bytes <= 1024) || (bytes > 2048 && bytes <= 4096);
+  }
+  static constexpr bool demotes_consumed(size_t bytes) {
+    return bytes > kFlagLinePayload && bytes <= 512;
+  }
+
+  // A pushed broadcast's receiver acknowledges once it has copied the payload out.
   void acknowledge_broadcast(int root) {
     team_.signal(root, ack_base_ + static_cast<uint32_t>(rank_));
   }
 
  private:
+  // push() and push_broadcast(): where the payload landed in the peer's mapped window, or null.
+  const std::byte* store(int peer, uint64_t sequence, const void* payload, size_t bytes) {
+    if (bytes > payload_bytes_) [[unlikely]]
+      too_big(bytes);
+    const size_t p = static_cast<size_t>(peer);
+    if (!unacked_[p].empty() || (sequence > 2 && finished_[p] < sequence - 2))
+      await_slot_free(peer, sequence);
+    // The private copy is of the same parity, so it is free again once the peer has consumed
+    // it.
+    return writer_.write(peer, region_ + offset(sequence, rank_), sequence, payload, bytes,
+                         offset(sequence, peer));
+  }
   // Offset of `sender`'s slot for `sequence` within the region.
   size_t offset(uint64_t sequence, int sender) const {
     return ((sequence & 1) * static_cast<size_t>(size_) + static_cast<size_t>(sender)) * stride_;

@@ -27,11 +27,13 @@ CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte*
   };
   if (c.size() == 2) {  // one pass, straight into recv (element-wise, so in place too)
     r.reduce2(recv, input(0), input(1), count);
-    co_return;
+  } else {
+    std::byte* acc = c.scratch(count * r.acc_size);
+    accumulate_inputs(r, acc, count, c.size(), input);
+    r.store(recv, acc, count);
   }
-  std::byte* acc = c.scratch(count * r.acc_size);
-  accumulate_inputs(r, acc, count, c.size(), input);
-  r.store(recv, acc, count);
+  for (int d = 1; d < c.size(); ++d)
+    c.inbox().consumed(c.peer(-d), sequence, block_bytes);
 }
 
 }  // namespace rankflow::coll

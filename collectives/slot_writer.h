@@ -38,16 +38,19 @@ class SlotWriter {
 
   // Writes `bytes` of `payload`, then `flag`, into the slot at window offset `slot` (inside the
   // region) of `peer`. Through UCX the private copy sits at `outbox_offset` of the outbox.
-  void write(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
-             size_t outbox_offset) {
+  // Returns where the payload landed in the peer's mapped window, or null when written through
+  // UCX.
+  std::byte* write(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
+                   size_t outbox_offset) {
     if (std::byte* region = mapped_[static_cast<size_t>(peer)]) {
       std::byte* mapped = region + (slot - region_);
       if (bytes > 0) std::memcpy(mapped + payload_offset(bytes), payload, bytes);  // may be null
       std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
           .store(flag, std::memory_order_release);
-      return;
+      return mapped + payload_offset(bytes);
     }
     write_through_ucx(peer, slot, flag, payload, bytes, outbox_offset);
+    return nullptr;
   }
 
  private:

@@ -1,0 +1,31 @@
+// Cache hints for handing small messages from one core to another through shared memory (the
+// push inbox, collectives/inbox.h). Any thread.
+//
+// demote_lines asks the core to move lines from its private caches (L1/L2) to the shared
+// last-level cache with CLDEMOTE. The core that touches them next then finds them there instead
+// of snooping them out of this core: a reader of lines this core wrote, or a writer about to
+// take back lines this core read. It is a hint, and the costs are real (each line is a write
+// back), so callers use it only where measured to win (docs/performance.md). Processors without
+// CLDEMOTE execute it as a NOP (its encoding lies in the reserved hint-NOP space), so it needs no
+// CPU check.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rankflow::coll {
+
+inline void demote_lines(const void* first, size_t bytes) {
+#if defined(__x86_64__)
+  constexpr uintptr_t kLine = 64;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(first) & ~(kLine - 1);
+  const uintptr_t end = reinterpret_cast<uintptr_t>(first) + bytes;
+  for (uintptr_t line = begin; line < end; line += kLine)
+    asm volatile("cldemote %0" ::"m"(*reinterpret_cast<const char*>(line)));
+#else
+  (void)first;
+  (void)bytes;
+#endif
+}
+
+}  // namespace rankflow::coll
