@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/cache_hints.h"
 #include "collectives/coll_context.h"
 #include "collectives/reduce.h"
 #include "collectives/registry.h"
@@ -458,6 +459,27 @@ TEST(InboxLayoutTest, LargerPayloadsStartOnTheirOwnCacheLine) {
   for (int members : {2, 4, 5, 64})
     EXPECT_LE(64 + PushInbox::payload_bytes(members), PushInbox::stride(members));
   EXPECT_LE(64 + CollContext::kStreamBytes, CollContext::kBroadcastStream.stride());
+}
+
+// The hand-off hints demote only payloads with lines of their own (never the flag's line, which
+// the peer polls), in the measured ranges, and a demoted range keeps its bytes, whatever its
+// alignment (the last, partial line included).
+TEST(InboxLayoutTest, DemoteHintsSkipTheFlagLineAndKeepTheBytes) {
+  EXPECT_FALSE(PushInbox::demotes_pushed(kFlagLinePayload));
+  EXPECT_TRUE(PushInbox::demotes_pushed(kFlagLinePayload + 1));
+  EXPECT_TRUE(PushInbox::demotes_pushed(4096));
+  EXPECT_FALSE(PushInbox::demotes_pushed(4097));
+  EXPECT_FALSE(PushInbox::demotes_consumed(kFlagLinePayload));
+  EXPECT_TRUE(PushInbox::demotes_consumed(512));
+  EXPECT_FALSE(PushInbox::demotes_consumed(513));
+  std::vector<unsigned char> bytes(4096 + 128);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<unsigned char>(i * 7 + 3);
+  const std::vector<unsigned char> before = bytes;
+  for (size_t offset : {0, 1, 63, 64, 65})
+    for (size_t length : {0, 1, 64, 100, 4096})
+      demote_lines(bytes.data() + offset, length);
+  EXPECT_EQ(bytes, before);
 }
 
 }  // namespace
