@@ -22,6 +22,9 @@ struct Options {
   // How staged plain-buffer sources are copied in: table (as each algorithm says), memcpy,
   // stream (non-temporal stores), or ab (memcpy and stream batch by batch, a row each).
   std::string stage_copy = "table";
+  // --nonblocking: each call is the non-blocking variant and its wait (rankflow's i* and
+  // Request::wait, Open MPI's MPI_I* and MPI_Wait), as a code overlapping its own work calls it.
+  bool nonblocking = false;
   int batches = 9;
   size_t batch_bytes = size_t{64} << 20;  // bytes moved per batch, which sets iterations
   size_t max_iters = 2000;
@@ -65,7 +68,7 @@ inline const char* kUsage =
     "                      [--algo auto|onephase,twophase,ring,bidirectional_ring,ibing|all]\n"
     "                      [--min-bytes 4] [--max-bytes 64M] [--buffers "
     "symmetric|user|registered]\n"
-    "                      [--stage-copy table|memcpy|stream|ab]\n"
+    "                      [--stage-copy table|memcpy|stream|ab] [--nonblocking]\n"
     "                      [--batches 9] [--quick] [--json PATH] [--table PATH] [--help]\n"
     "  --coll      collectives to sweep (default allreduce)\n"
     "  --algo      allreduce algorithms by registry name, or auto (default auto)\n"
@@ -75,6 +78,8 @@ inline const char* kUsage =
     "  --stage-copy  how plain sources are staged: as each algorithm's table entry says (table,\n"
     "              the default), memcpy, non-temporal stores (stream), or ab: memcpy and stream\n"
     "              in alternate batches, one row each (in-place calls are not timed then)\n"
+    "  --nonblocking  every call as its non-blocking variant and a wait (rankflow's iallreduce\n"
+    "              ... and Request::wait, beside Open MPI's MPI_Iallreduce ... and MPI_Wait)\n"
     "  --batches   timed batches per size; the median is reported (default 9)\n"
     "  --quick     fewer bytes per batch and at most 100 calls per batch\n"
     "  --json, --table  also write every row as JSON / as a whitespace table for plotting\n";
@@ -131,6 +136,8 @@ inline Options parse_options(int argc, char** argv) {
           o.stage_copy != "ab") {
         throw InvalidArgument("--stage-copy is table, memcpy, stream or ab");
       }
+    } else if (arg == "--nonblocking") {
+      o.nonblocking = true;
     } else if (arg == "--batches") {
       o.batches = std::max(1, std::atoi(value().c_str()));
     } else if (arg == "--quick") {

@@ -162,25 +162,53 @@ class Driver {
       f[i] = static_cast<float>(i % 7 + comm_.rank());
   }
 
+  // The blocking call, or with --nonblocking its non-blocking variant waited on at once.
+  template <typename Blocking, typename Start>
+  std::function<void()> as_chosen(Blocking blocking, Start start) const {
+    if (!o_.nonblocking) return blocking;
+    return [start] { start().wait(); };
+  }
+  template <typename Blocking, typename Start>
+  std::function<void()> mpi_as_chosen(Blocking blocking, Start start) const {
+    if (!o_.nonblocking) return blocking;
+    return [start] {
+      MPI_Request request;
+      start(&request);
+      MPI_Wait(&request, MPI_STATUS_IGNORE);
+    };
+  }
+
   std::function<void()> rankflow_call(const std::string& coll, const std::string& algo,
                                       size_t count, bool in_place) {
     std::byte* send = send_;
     std::byte* recv = in_place ? send_ : recv_;
     const size_t block = count * 4;
+    const Communicator& c = comm_;
+    const DType f32 = DType::kF32;
+    const ReduceOp sum = ReduceOp::kSum;
     if (coll == "allreduce") {
-      return [=, this] { comm_.allreduce(send, recv, count, DType::kF32, ReduceOp::kSum, algo); };
+      return as_chosen([=, &c] { c.allreduce(send, recv, count, f32, sum, algo); },
+                       [=, &c] { return c.iallreduce(send, recv, count, f32, sum, algo); });
     }
     if (coll == "allgather") {
       std::byte* src = in_place ? recv_ + block * comm_.rank() : send;
-      return [=, this] { comm_.allgather(src, recv_, count, DType::kF32); };
+      std::byte* out = recv_;
+      return as_chosen([=, &c] { c.allgather(src, out, count, f32); },
+                       [=, &c] { return c.iallgather(src, out, count, f32); });
     }
     if (coll == "reduce_scatter") {
-      return [=, this] { comm_.reduce_scatter(send, recv, count, DType::kF32, ReduceOp::kSum); };
+      return as_chosen([=, &c] { c.reduce_scatter(send, recv, count, f32, sum); },
+                       [=, &c] { return c.ireduce_scatter(send, recv, count, f32, sum); });
     }
-    if (coll == "broadcast") return [=, this] { comm_.broadcast(send, count, DType::kF32, 0); };
-    if (coll == "all_to_all")
-      return [=, this] { comm_.all_to_all(send, recv, count, DType::kF32); };
-    return [this] { comm_.barrier(); };
+    if (coll == "broadcast") {
+      return as_chosen([=, &c] { c.broadcast(send, count, f32, 0); },
+                       [=, &c] { return c.ibroadcast(send, count, f32, 0); });
+    }
+    if (coll == "all_to_all") {
+      return as_chosen([=, &c] { c.all_to_all(send, recv, count, f32); },
+                       [=, &c] { return c.iall_to_all(send, recv, count, f32); });
+    }
+    return as_chosen([&c] { c.barrier(); }, [&c] { return c.ibarrier(); });
   }
 
   // Open MPI's call on its own buffers (check() compares the two results), or, to time it,
@@ -193,14 +221,31 @@ class Driver {
     void* s = shared ? send_ : mpi_send_.data();
     void* r = shared ? recv_ : mpi_recv_.data();
     MPI_Comm c = comm_.mpi_comm();
-    if (coll == "allreduce") return [=] { MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, c); };
-    if (coll == "allgather") return [=] { MPI_Allgather(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c); };
-    if (coll == "reduce_scatter") {
-      return [=] { MPI_Reduce_scatter_block(s, r, n, MPI_FLOAT, MPI_SUM, c); };
+    if (coll == "allreduce") {
+      return mpi_as_chosen(
+          [=] { MPI_Allreduce(s, r, n, MPI_FLOAT, MPI_SUM, c); },
+          [=](MPI_Request* q) { MPI_Iallreduce(s, r, n, MPI_FLOAT, MPI_SUM, c, q); });
     }
-    if (coll == "broadcast") return [=] { MPI_Bcast(s, n, MPI_FLOAT, 0, c); };
-    if (coll == "all_to_all") return [=] { MPI_Alltoall(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c); };
-    return [=] { MPI_Barrier(c); };
+    if (coll == "allgather") {
+      return mpi_as_chosen(
+          [=] { MPI_Allgather(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c); },
+          [=](MPI_Request* q) { MPI_Iallgather(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c, q); });
+    }
+    if (coll == "reduce_scatter") {
+      return mpi_as_chosen(
+          [=] { MPI_Reduce_scatter_block(s, r, n, MPI_FLOAT, MPI_SUM, c); },
+          [=](MPI_Request* q) { MPI_Ireduce_scatter_block(s, r, n, MPI_FLOAT, MPI_SUM, c, q); });
+    }
+    if (coll == "broadcast") {
+      return mpi_as_chosen([=] { MPI_Bcast(s, n, MPI_FLOAT, 0, c); },
+                           [=](MPI_Request* q) { MPI_Ibcast(s, n, MPI_FLOAT, 0, c, q); });
+    }
+    if (coll == "all_to_all") {
+      return mpi_as_chosen(
+          [=] { MPI_Alltoall(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c); },
+          [=](MPI_Request* q) { MPI_Ialltoall(s, n, MPI_FLOAT, r, n, MPI_FLOAT, c, q); });
+    }
+    return mpi_as_chosen([=] { MPI_Barrier(c); }, [=](MPI_Request* q) { MPI_Ibarrier(c, q); });
   }
 
   size_t result_bytes(const std::string& coll, size_t count) const {
@@ -354,12 +399,14 @@ class Driver {
 
   void print_header() const {
     if (comm_.rank() != 0) return;
-    std::printf("# rankflow-bench: %d ranks, %s buffers, f32 sum, median of %d batches\n",
-                comm_.size(),
-                o_.symmetric    ? "symmetric (comm.alloc)"
-                : o_.registered ? "registered plain"
-                                : "plain user",
-                o_.batches);
+    std::printf(
+        "# rankflow-bench: %d ranks, %s buffers, f32 sum, %s calls, median of %d batches\n",
+        comm_.size(),
+        o_.symmetric    ? "symmetric (comm.alloc)"
+        : o_.registered ? "registered plain"
+                        : "plain user",
+        o_.nonblocking ? "non-blocking (each waited on at once; Open MPI's MPI_I*)" : "blocking",
+        o_.batches);
     std::printf(
         "# from %zu B up every call gets freshly written input (one store per cache "
         "line, not timed), for rankflow and MPI alike\n",
@@ -389,7 +436,7 @@ class Driver {
   void write_json() const {
     std::ofstream out(o_.json);
     out << "{\"ranks\": " << comm_.size() << ", \"buffers\": \"" << o_.buffers()
-        << "\", \"rows\": [\n";
+        << "\", \"nonblocking\": " << (o_.nonblocking ? "true" : "false") << ", \"rows\": [\n";
     for (size_t i = 0; i < rows_.size(); ++i) {
       const Row& r = rows_[i];
       out << "  {\"collective\": \"" << r.coll << "\", \"algorithm\": \"" << r.algo
