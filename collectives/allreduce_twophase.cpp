@@ -66,14 +66,19 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
 
 // Segments of a message on the caller's memory (plain buffers; symmetric memory takes the
 // delivering path and is never segmented): at least 1 MiB (half the 2 MiB L2 of a core on the
-// Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 16 per call
-// (each costs two rounds of signals), up to 16 MiB. Larger ones go whole: segmenting 32-64 MiB
-// measured x1.2-7 slower (2026-12-03, 256 KiB-2 MiB segments; not explained yet).
+// Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 4 per call,
+// up to 16 MiB. Each segment costs two rounds of signals, and more of them collapsed the 16 MiB
+// call on the loaded machine of 2026-12-03 night (16 segments x0.48-1.17 of Open MPI, 8
+// x0.73-1.11, 4 x1.04-2.01; docs/performance.md). Larger messages go whole: segmenting 32-64 MiB
+// measured slower (x1.42-1.45 against x1.81-1.92 with 4 segments, and x1.2-7 slower with
+// 256 KiB-2 MiB ones).
 size_t segment_bytes(const AllreduceArgs& a) {
   constexpr size_t kSegmentedUpTo = size_t{16} << 20;
+  constexpr size_t kMinSegment = size_t{1} << 20;
+  constexpr size_t kMaxSegments = 4;
   const size_t bytes = a.count * a.reducer->elem_size;
   if (bytes > kSegmentedUpTo) return bytes;
-  return std::max<size_t>(1024 * 1024, (bytes + 15) / 16);
+  return std::max(kMinSegment, (bytes + kMaxSegments - 1) / kMaxSegments);
 }
 
 // The caller's memory: stages only the parts of `a` that peers read (they wait for kReady).

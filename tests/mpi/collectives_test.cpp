@@ -314,14 +314,15 @@ TEST_P(Collectives, TinyBroadcastsInterleavedWithLargerOnesStayInOrder) {
 
 // Plain-buffer allreduce from 1 MiB runs in segments that all reuse the window's first segment
 // (allreduce_twophase.cpp): a member stages segment k + 1 over what its peers read of segment k.
-// Back-to-back calls of 13 segments (the last one shorter, so the parts' boundaries move), one
-// member late now and then, in place and out of place: every element must be exact (i32 sums),
-// so a segment staged before its peers had read the previous one would show.
+// Back-to-back calls of 4 segments (the most a call takes; the last one shorter, so the parts'
+// boundaries move), one member late now and then, in place and out of place: every element
+// must be exact (i32 sums), so a segment staged before its peers had read the previous one
+// would show.
 TEST_P(Collectives, SegmentedAllreduceReusesItsWindowWithoutMixingSegments) {
   const int p = comm_.size(), me = comm_.rank();
-  // 13 segments of 1 MiB of i32, the last 8000 bytes short: its parts' boundaries sit just
+  // 4 segments of 1 MiB of i32, the last 8000 bytes short: its parts' boundaries sit just
   // below the previous segment's, where a peer still gathering that segment reads last.
-  const size_t count = 13 * (size_t{1} << 18) - 2000;
+  const size_t count = 4 * (size_t{1} << 18) - 2000;
   auto [a, b] = buffers(count * 4);
   for (int call = 0; call < 4; ++call) {
     const bool in_place = call % 2 == 1;
