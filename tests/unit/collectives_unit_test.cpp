@@ -230,6 +230,22 @@ TEST(TablesTest, DefaultsMatchTheEarlierChoices) {
   }
 }
 
+// Where Open MPI measured fastest on plain buffers but may not run (a non-blocking call), a
+// message that fits a push is pushed; larger ones take the entry preferred for them.
+TEST(TablesTest, WithoutOpenMpiItsRangesPushWhereTheMessageFits) {
+  for (size_t bytes : {size_t{16} << 10, size_t{32} << 10}) {
+    SCOPED_TRACE(bytes);
+    EXPECT_TRUE(broadcast_table().builtin(bytes, 2, true, Buffers::kPlain, true).open_mpi);
+    EXPECT_EQ(broadcast_table().builtin(bytes, 2, true, Buffers::kPlain, false).name, "pushed");
+    EXPECT_TRUE(allgather_table().builtin(bytes, 2, true, Buffers::kPlain, true).open_mpi);
+    EXPECT_EQ(allgather_table().builtin(bytes, 2, true, Buffers::kPlain, false).name, "pushed");
+    EXPECT_EQ(all_to_all_table().builtin(bytes, 2, true, Buffers::kPlain, false).name, "pushed");
+  }
+  EXPECT_TRUE(allgather_table().builtin(1 << 20, 2, true, Buffers::kPlain, true).open_mpi);
+  EXPECT_EQ(allgather_table().builtin(1 << 20, 2, true, Buffers::kPlain, false).name,
+            allgather_table().builtin(1 << 20, 3, true, Buffers::kPlain, false).name);
+}
+
 // Every entry is preferred and pushes only where it serves; each table has an entry preferred
 // for every message; the pushing entries push wherever they are chosen.
 template <typename Args>
