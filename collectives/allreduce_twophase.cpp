@@ -64,21 +64,22 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
   }
 }
 
-// Segments of a message on the caller's memory (plain buffers; symmetric memory takes the
-// delivering path and is never segmented): at least 1 MiB (half the 2 MiB L2 of a core on the
-// Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 4 per call,
-// up to 16 MiB. Each segment costs two rounds of signals, and more of them collapsed the 16 MiB
-// call on the loaded machine of 2026-12-03 night (16 segments x0.48-1.17 of Open MPI, 8
-// x0.73-1.11, 4 x1.04-2.01; docs/performance.md). Larger messages go whole: segmenting 32-64 MiB
-// measured slower (x1.42-1.45 against x1.81-1.92 with 4 segments, and x1.2-7 slower with
-// 256 KiB-2 MiB ones).
-size_t segment_bytes(const AllreduceArgs& a) {
+// Elements per segment of a message on the caller's memory (plain buffers; symmetric memory
+// takes the delivering path and is never segmented): at least 1 MiB (half the 2 MiB L2 of a
+// core on the Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 4
+// segments a call (counted in elements, so rounding never makes a fifth), up to 16 MiB. Each
+// segment costs two rounds of signals, and more of them collapsed the 16 MiB call on the loaded
+// machine of 2026-12-03 night (16 segments x0.63-0.78 of Open MPI, 8 x0.73-1.11, 4 x1.24-1.52;
+// docs/performance.md). Larger messages go whole: segmenting 32-64 MiB measured slower (4
+// segments x1.42-1.45 against x1.81-1.92 whole; 256 KiB-2 MiB segments x1.2-7 slower).
+size_t segment_elements(const AllreduceArgs& a) {
   constexpr size_t kSegmentedUpTo = size_t{16} << 20;
-  constexpr size_t kMinSegment = size_t{1} << 20;
+  constexpr size_t kMinSegmentBytes = size_t{1} << 20;
   constexpr size_t kMaxSegments = 4;
-  const size_t bytes = a.count * a.reducer->elem_size;
-  if (bytes > kSegmentedUpTo) return bytes;
-  return std::max(kMinSegment, (bytes + kMaxSegments - 1) / kMaxSegments);
+  const size_t es = a.reducer->elem_size;
+  if (a.count * es > kSegmentedUpTo) return a.count;
+  return std::max(std::max<size_t>(1, kMinSegmentBytes / es),
+                  (a.count + kMaxSegments - 1) / kMaxSegments);
 }
 
 // The caller's memory: stages only the parts of `a` that peers read (they wait for kReady).
@@ -117,7 +118,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     co_return;
   }
   // Large messages go in segments, each through both phases, so that what a segment stages,
-  // reduces and gathers is still in cache when the next step touches it. Only the last segment
+  // reduces and gathers is nearer in cache when the next step touches it. Only the last segment
   // needs the final kDone: the signals of the next segment order the reuse of the window (below).
   const int n = c.size();
   if (!a.src_ptr && !a.dst_ptr) {  // symmetric: the owners deliver the parts
@@ -132,7 +133,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
       co_await c.await(c.peer(-d), kReady2);
     co_return;
   }
-  const size_t segment = std::max<size_t>(1, segment_bytes(a) / es);
+  const size_t segment = segment_elements(a);
   // When this call stages every segment itself and gathers into the caller's recv, the segments
   // reuse the window's first segment instead of sweeping the whole message's window, so the
   // staging stays in cache. The signals already order the reuse out of place: a member stages

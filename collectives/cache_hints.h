@@ -17,6 +17,7 @@ namespace rankflow::coll {
 
 inline void demote_lines(const void* first, size_t bytes) {
 #if defined(__x86_64__)
+  if (bytes == 0) return;
   constexpr uintptr_t kLine = 64;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(first) & ~(kLine - 1);
   const uintptr_t end = reinterpret_cast<uintptr_t>(first) + bytes;

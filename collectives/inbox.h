@@ -5,12 +5,14 @@
 // inboxes (data and flag in one message: one round), and a receiver waits for the flag and reads
 // the payload in place.
 //
-// Slot reuse: a slot is rewritten two sequences later, so push() first needs evidence that the
-// peer has finished the collective two sequences back: its own push for a later sequence
-// (recorded by await_push), or, for a member that did not wait for the peer (the root of a
-// pushed broadcast), the peer's acknowledgement (acknowledge_broadcast, awaited by push() only
-// when it must). It owns the inbox's sequence and that bookkeeping; the slots live in the window
-// of the Team it was given. Threads: the thread that drives the collectives (one at a time).
+// Slot reuse: a slot is rewritten two sequences later, so a push (push() or push_broadcast())
+// first needs evidence that the peer has finished the collective two sequences back: its own
+// push for a later sequence (recorded by await_push), or, for a member that did not wait for the
+// peer (the root of a pushed broadcast), the peer's acknowledgement (acknowledge_broadcast,
+// awaited only when it must). Where the peers' windows are mapped, small payloads are handed
+// between the cores' caches with CLDEMOTE (the hand-off hints below, cache_hints.h). It owns the
+// inbox's sequence and that bookkeeping; the slots live in the window of the Team it was given.
+// Threads: the thread that drives the collectives (one at a time).
 #pragma once
 
 #include <algorithm>
@@ -95,11 +97,12 @@ class PushInbox {
   // Tells the inbox this member has read `peer`'s payload for `sequence`: small payloads are
   // demoted, so that the peer's next write into the slot finds the lines in the shared cache.
   void consumed(int peer, uint64_t sequence, size_t bytes) const {
-    if (demotes_consumed(bytes)) demote_lines(payload(peer, sequence, bytes), bytes);
+    if (demotes_consumed(bytes) && writer_.mapped(peer))
+      demote_lines(payload(peer, sequence, bytes), bytes);
   }
 
   // Hand-off hints (cache_hints.h), measured with two members on one host
-  // (docs/performance.md, "Cache hints for pushed messages"): payloads with lines of their own
+  // (docs/performance.md, "2026-12-03 night"): payloads with lines of their own
   // (above the flag's line), pushed for an exchange, are demoted by the writer up to 1 KiB and
   // from 2 KiB to 4 KiB (at 1-2 KiB and above 4 KiB it lost), and by the reader once read up to
   // 512 B (from 1 KiB it lost).

@@ -187,9 +187,10 @@ class AlgorithmTable {
   // else the first entry whose `preferred` does. Entries that run Open MPI's collective
   // (open_mpi) only with `open_mpi_allowed`: blocking library-mode calls whose arguments MPI
   // takes (api/mpi_collectives.h); the collectives in the DAG runtime never pass it. Where Open
-  // MPI measured fastest but may not run (a non-blocking call), an entry that pushes the
-  // message comes first: one push round is the nearest to its single copy (a non-blocking
-  // broadcast of 16 KiB on plain buffers x0.50 of MPI_Ibcast staged, x0.98 pushed).
+  // MPI measured fastest but may not run (a non-blocking call, a domain's communicator), an
+  // entry that pushes the message comes first: one push round is the nearest to its single
+  // copy (a non-blocking broadcast of 16 KiB on plain buffers x0.50 of MPI_Ibcast staged, x0.98
+  // pushed).
   const Entry& builtin(size_t bytes, int members, bool has_inbox,
                        Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false) const {
     bool open_mpi_measured = false;
@@ -199,8 +200,12 @@ class AlgorithmTable {
       if (open_mpi_allowed || !a.open_mpi) return a;
       open_mpi_measured = true;
     }
-    for (const Entry& a : algorithms_) {
-      if (open_mpi_measured && a.pushes.holds(bytes, members, has_inbox)) return a;
+    if (open_mpi_measured) {
+      for (const Entry& a : algorithms_) {
+        if (!a.open_mpi && a.pushes.holds(bytes, members, has_inbox) &&
+            a.serves.holds(bytes, members, has_inbox))
+          return a;
+      }
     }
     for (const Entry& a : algorithms_) {
       if (a.preferred.holds(bytes, members, has_inbox)) return a;

@@ -40,6 +40,9 @@ class SlotWriter {
   // region) of `peer`. Through UCX the private copy sits at `outbox_offset` of the outbox.
   // Returns where the payload landed in the peer's mapped window, or null when written through
   // UCX.
+  // Whether `peer`'s region is mapped here (written with stores, not through UCX).
+  bool mapped(int peer) const { return mapped_[static_cast<size_t>(peer)] != nullptr; }
+
   std::byte* write(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
                    size_t outbox_offset) {
     if (std::byte* region = mapped_[static_cast<size_t>(peer)]) {

@@ -155,6 +155,14 @@ inline Options parse_options(int argc, char** argv) {
   if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) {
     throw InvalidArgument("--min-bytes must be positive and at most --max-bytes");
   }
+  if (o.nonblocking) {
+    for (const std::string& name : o.algorithms) {
+      if (name == "mpi") {
+        throw InvalidArgument(
+            "--nonblocking with --algo mpi: Open MPI's transfer runs blocking calls only");
+      }
+    }
+  }
   return o;
 }
 
