@@ -1,13 +1,13 @@
 // allreduce, one phase: every member sees every input and reduces locally, in rank order (so
 // all members get bit-identical results).
 //
-// Small messages (up to the inbox's slot: 32 KiB on up to 4 members, else 4 KiB) are pushed: each
-// member stores its input and then a sequence flag into a slot of every peer's inbox (flag and data
-// share a cache line for up to 56 bytes), waits for every peer's flag, and reduces. One round, no
-// "done" round: slots alternate by sequence parity, and a member can only reuse a slot after every
-// peer has moved on to a later collective, which means it has read the slot. src and dst may be any
-// memory. Larger messages are read in place from peers' windows, in cache-sized blocks, between a
-// "ready" and a "done" round.
+// Small messages (up to the inbox's slot: 32 KiB on up to 4 members, else 4 KiB) are pushed
+// (reduce_pushed.cpp): each member stores its input and then a sequence flag into a slot of every
+// peer's inbox (flag and data share a cache line for up to 56 bytes), waits for every peer's flag,
+// and reduces. One round, no "done" round: slots alternate by sequence parity, and a member can
+// only reuse a slot after every peer has moved on to a later collective, which means it has read
+// the slot. src and dst may be any memory. Larger messages are read in place from peers'
+// windows, in cache-sized blocks, between a "ready" and a "done" round.
 #include <algorithm>
 #include <cstring>
 
@@ -18,30 +18,6 @@ namespace rankflow::coll {
 namespace {
 
 constexpr size_t kBlockBytes = 64 * 1024;
-
-CollTask pushed(CollContext& c, AllreduceArgs a) {
-  const Reducer& r = *a.reducer;
-  const size_t bytes = a.count * r.elem_size;
-  const std::byte* src = a.src_ptr ? a.src_ptr : c.local(a.src);
-  std::byte* dst = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
-  const uint64_t sequence = c.inbox().next_sequence();
-  for (int d = 1; d < c.size(); ++d)
-    c.inbox().push(c.peer(d), sequence, src, bytes);
-  for (int d = 1; d < c.size(); ++d) {
-    const int p = c.peer(-d);
-    co_await c.inbox().await_push(p, sequence);
-  }
-  auto input = [&](int p) { return p == c.rank() ? src : c.inbox().payload(p, sequence, bytes); };
-  if (c.size() == 2) {  // one pass, straight into dst (in place too: element-wise)
-    r.reduce2(dst, input(0), input(1), a.count);
-  } else {
-    std::byte* acc = c.scratch(a.count * r.acc_size);
-    accumulate_inputs(r, acc, a.count, c.size(), input);
-    r.store(dst, acc, a.count);
-  }
-  for (int d = 1; d < c.size(); ++d)
-    c.inbox().consumed(c.peer(-d), sequence, bytes);
-}
 
 CollTask read_in_place(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
@@ -90,13 +66,13 @@ bool onephase_pushes(const CollContext& c, size_t bytes) {
 
 CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {
   const size_t bytes = a.count * a.reducer->elem_size;
+  const std::byte* src = a.src_ptr ? a.src_ptr : c.local(a.src);
+  std::byte* dst = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
   if (c.size() == 1 || a.count == 0) {
-    const std::byte* src = a.src_ptr ? a.src_ptr : c.local(a.src);
-    std::byte* dst = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
     if (src != dst) std::memmove(dst, src, bytes);
     return CollTask::finished();
   }
-  if (onephase_pushes(c, bytes)) return pushed(c, a);
+  if (onephase_pushes(c, bytes)) return allreduce_pushed(c, src, dst, a.count, *a.reducer);
   return read_in_place(c, a);
 }
 

@@ -85,6 +85,10 @@ bool broadcast_streams(const CollContext& c, size_t bytes);
 CollTask broadcast_streamed(CollContext& c, std::byte* buffer, size_t bytes, int root);
 bool broadcast_pushes(const CollContext& c, size_t bytes);
 CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int root);
+// Reductions of up to the inbox's slot, one push round (see reduce_pushed.cpp): `count`
+// elements of the message (allreduce) or of a block (reduce_scatter).
+CollTask allreduce_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t count,
+                          const Reducer& reducer);
 CollTask reduce_scatter_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t count,
                                const Reducer& reducer);
 
