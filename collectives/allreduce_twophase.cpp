@@ -4,12 +4,17 @@
 //
 // Symmetric buffers: each owner stores its reduced part straight into every peer's dst, block
 // by block while the block is in cache, so the allgather costs no round of its own: two rounds
-// of signals (inputs ready; parts delivered). Plain buffers are staged, and each member gathers
-// the parts from their owners' windows straight into the caller's recv: three rounds.
+// of signals (inputs ready; parts delivered). Plain buffers are staged; each owner reduces its
+// part straight into the caller's recv and, where every segment is the same length, hands it
+// into every peer's recv with one kernel copy (part_hand_off.h); otherwise each member gathers
+// the parts from their owners' windows. Two rounds a segment and a closing one. Runs on the
+// thread that drives the collective.
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "collectives/collective.h"
+#include "collectives/part_hand_off.h"
 
 namespace rankflow::coll {
 namespace {
@@ -28,23 +33,29 @@ void deliver_block(CollContext& c, size_t dst, const std::byte* block, size_t by
     c.team().put(c.peer(d), dst, block, bytes);
 }
 
-void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deliver) {
+// Where reduce_part puts the reduced part: into dst in the window (and the caller's recv too,
+// when given), or only into the caller's recv (the owner then writes it into its peers' recv).
+enum class PartGoes { kToWindow, kToRecvOnly };
+
+void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deliver,
+                 PartGoes goes = PartGoes::kToWindow) {
   const Reducer& r = *a.reducer;
   const size_t es = r.elem_size;
   const int n = c.size();
+  const bool recv_only = goes == PartGoes::kToRecvOnly;
   if (r.acc_size == es) {
     const size_t block = std::max<size_t>(1, kBlockBytes / es);
     std::byte* fallback = c.scratch2(std::min(mine.count, block) * es);
     for (size_t first = 0; first < mine.count; first += block) {
       const size_t count = std::min(block, mine.count - first);
       const size_t offset = (mine.begin + first) * es;
-      std::byte* out = c.local(a.dst + offset);
+      std::byte* out = recv_only ? a.dst_ptr + offset : c.local(a.dst + offset);
       const std::byte* own = a.src_ptr ? a.src_ptr + offset : c.local(a.src + offset);
       r.reduce2(out, own, c.read(c.peer(1), a.src + offset, count * es, fallback), count);
       for (int d = 2; d < n; ++d) {
         r.combine(out, c.read(c.peer(d), a.src + offset, count * es, fallback), count);
       }
-      if (a.dst_ptr) std::memcpy(a.dst_ptr + offset, out, count * es);  // the caller's recv too
+      if (a.dst_ptr && !recv_only) std::memcpy(a.dst_ptr + offset, out, count * es);
       if (deliver) deliver_block(c, a.dst + offset, out, count * es);
     }
     return;
@@ -56,6 +67,10 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
                ? a.src_ptr + mine.begin * es
                : c.read(p, a.src + mine.begin * es, mine.count * es, fallback);
   });
+  if (recv_only) {
+    r.store(a.dst_ptr + mine.begin * es, acc, mine.count);
+    return;
+  }
   r.store(c.local(a.dst + mine.begin * es), acc, mine.count);
   if (deliver)
     deliver_block(c, a.dst + mine.begin * es, c.local(a.dst + mine.begin * es), mine.count * es);
@@ -133,7 +148,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
       co_await c.await(c.peer(-d), kReady2);
     co_return;
   }
-  const size_t segment = segment_elements(a);
+  const size_t segment = std::min(segment_elements(a), a.count);
   // When this call stages every segment itself and gathers into the caller's recv, the segments
   // reuse the window's first segment instead of sweeping the whole message's window, so the
   // staging stays in cache. The signals already order the reuse out of place: a member stages
@@ -145,6 +160,8 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   // of k + 1, which peers send after they gathered k).
   const bool reuse_window = a.src_ptr != nullptr && a.dst_ptr != nullptr;
   const bool in_place = a.src == a.dst;
+  std::optional<PartHandOff> hand_off;
+  if (PartHandOff::fits(c, a, segment)) hand_off.emplace(c, a, segment);
   size_t index = 0;
   for (size_t first = 0; first < a.count; first += segment, ++index) {
     AllreduceArgs s = a;
@@ -161,6 +178,16 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     // Reduce-scatter: only this member reads its own part of every input, so writing the
     // result into dst's part is safe even in place.
     const Segment mine = partition(s.count, n, c.rank());
+    if (hand_off) {  // part_hand_off.h
+      if (index == 0) hand_off->learn_peers();
+      reduce_part(c, s, mine, false, PartGoes::kToRecvOnly);
+      hand_off->give(s, index);
+      c.notify_all(kReady2);  // my part is in your recv (or your window); I have read your input
+      for (int d = 1; d < n; ++d)
+        co_await c.await(c.peer(-d), kReady2);
+      hand_off->take(s, index);
+      continue;
+    }
     if (mine.count > 0) reduce_part(c, s, mine, false);
     c.notify_all(kReady2);
     for (int d = 1; d < n; ++d)

@@ -54,6 +54,12 @@ ProgressMode parse_progress_mode(const char* var, const std::string& value) {
                         "' is not a progress mode; valid modes are caller, thread");
 }
 
+bool parse_on_off(const char* var, const std::string& value) {
+  if (value == "on") return true;
+  if (value == "off") return false;
+  throw InvalidArgument(std::string(var) + "='" + value + "' is neither on nor off");
+}
+
 std::chrono::nanoseconds timeout() {
   const auto value = get("RANKFLOW_TIMEOUT_S");
   return value ? parse_timeout("RANKFLOW_TIMEOUT_S", *value) : std::chrono::seconds(120);
@@ -72,6 +78,11 @@ BindPolicy bind_policy() {
 ProgressMode progress_mode() {
   const auto value = get("RANKFLOW_PROGRESS");
   return value ? parse_progress_mode("RANKFLOW_PROGRESS", *value) : ProgressMode::kCaller;
+}
+
+bool process_write() {
+  const auto value = get("RANKFLOW_PROCESS_WRITE");
+  return value ? parse_on_off("RANKFLOW_PROCESS_WRITE", *value) : true;
 }
 
 }  // namespace rankflow::env

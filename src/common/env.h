@@ -35,11 +35,16 @@ BindPolicy bind_policy();
 // RANKFLOW_PROGRESS: caller|thread. Default caller (rankflow progresses only inside its calls);
 // thread starts a background thread that advances non-blocking collectives.
 ProgressMode progress_mode();
+// RANKFLOW_PROCESS_WRITE: on|off. Default on: a plain-buffer allreduce hands its reduced parts to
+// peers on the same host with one kernel copy (process_vm_writev); off puts them through the
+// window instead (for a site that forbids cross-memory attach, or to compare).
+bool process_write();
 
 // Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.
 std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value);
 LogLevel parse_log_level(const char* var, const std::string& value);
 BindPolicy parse_bind_policy(const char* var, const std::string& value);
 ProgressMode parse_progress_mode(const char* var, const std::string& value);
+bool parse_on_off(const char* var, const std::string& value);
 
 }  // namespace rankflow::env

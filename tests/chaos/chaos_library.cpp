@@ -10,6 +10,7 @@
 //   split-absent  one member never calls split: the others get Timeout naming the operation.
 //   peer-absent   one member never enters an allreduce: the others get Timeout naming rank,
 //                 operation and peer.
+//   hand-off-absent      the same after one 4 MiB plain allreduce together, at the second.
 //   register-absent      one member never calls register_buffer: the others get Timeout
 //                        naming the operation.
 //   registered-absent    both register their arrays, then one member never enters the
@@ -102,6 +103,28 @@ bool peer_absent(rankflow::Communicator& comm) {
       {"rank 0", "peer 1"});
 }
 
+// A plain allreduce large enough that owners hand their parts into the peers' recv
+// (collectives/part_hand_off.h): once together (the staging window grows to fit), then member 0
+// publishes where its recv is and waits, and member 1 never comes. A Timeout naming the rank,
+// the peer and the call, not a hang.
+bool hand_off_absent(rankflow::Communicator& comm) {
+  static std::vector<float> in(size_t{1} << 20, 1.0f), out(in.size());  // outlive the MPI_Abort
+  comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32, rankflow::ReduceOp::kSum,
+                 "twophase");
+  if (out.front() != 2.0f || out.back() != 2.0f) {
+    std::printf("chaos: FAILED: [rank %d] the allreduce both entered gave %g\n", g_rank, out[0]);
+    return false;
+  }
+  if (comm.rank() == 1) return true;  // never enters the second allreduce
+  return expect<rankflow::Timeout>("a 4 MiB plain allreduce without member 1",
+                                   [&] {
+                                     comm.allreduce(in.data(), out.data(), in.size(),
+                                                    rankflow::DType::kF32, rankflow::ReduceOp::kSum,
+                                                    "twophase");
+                                   },
+                                   {"rank 0", "peer 1", "allreduce"});
+}
+
 bool register_absent(rankflow::Communicator& comm) {
   if (comm.rank() == 1) return true;  // never registers
   std::vector<float> data(1 << 16);
@@ -147,6 +170,8 @@ int main(int argc, char** argv) {
       ok = split_absent(comm);
     else if (mode == "peer-absent")
       ok = peer_absent(comm);
+    else if (mode == "hand-off-absent")
+      ok = hand_off_absent(comm);
     else if (mode == "register-absent")
       ok = register_absent(comm);
     else if (mode == "registered-absent")
@@ -154,8 +179,8 @@ int main(int argc, char** argv) {
     else
       std::printf("chaos: FAILED: unknown mode '%s'\n", mode.c_str());
     // After a member stayed away the members are out of step: nothing collective follows.
-    if (mode == "split-absent" || mode == "peer-absent" || mode == "register-absent" ||
-        mode == "registered-absent") {
+    if (mode == "split-absent" || mode == "peer-absent" || mode == "hand-off-absent" ||
+        mode == "register-absent" || mode == "registered-absent") {
       int all = ok ? 1 : 0;
       MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
       if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());

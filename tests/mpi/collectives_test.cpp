@@ -344,6 +344,38 @@ TEST_P(Collectives, SegmentedAllreduceReusesItsWindowWithoutMixingSegments) {
   }
 }
 
+// Plain out-of-place allreduce whose segments are all the same length hands each reduced part
+// straight to the peers' recv (allreduce_twophase.cpp, HandOff: one kernel copy on one host;
+// left in the window and fetched where the peer is not mapped, as under UCX_TLS=tcp,self). Calls
+// of one segment (256 KiB) and of four (4 MiB), into a different recv each call (every call
+// tells its peers where), one member late now and then, an in-place call between: every element
+// must be exact (i32 sums), so a part written to the wrong place or too late would show.
+TEST_P(Collectives, AllreduceHandsPartsToThePeersRecv) {
+  const int p = comm_.size(), me = comm_.rank();
+  const int32_t ranks = p * (p + 1) / 2;
+  for (const size_t count : {size_t{1} << 16, size_t{1} << 20}) {
+    auto [a, b] = buffers(count * 4);
+    std::vector<int32_t> c(count);
+    for (int call = 0; call < 4; ++call) {
+      const bool in_place = call == 2;
+      int32_t* recv = in_place ? a : call % 2 == 0 ? b : c.data();
+      for (size_t i = 0; i < count; ++i)
+        a[i] = static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * (me + 1);
+      std::fill(recv == a ? b : recv, (recv == a ? b : recv) + count, -1);
+      if (me == call % p) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      comm_.allreduce(a, recv, count, DType::kI32, ReduceOp::kSum, "twophase");
+      size_t wrong = 0, first_wrong = count;
+      for (size_t i = 0; i < count; ++i) {
+        const int32_t want =
+            static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * ranks;
+        if (recv[i] != want && wrong++ == 0) first_wrong = i;
+      }
+      EXPECT_EQ(wrong, 0u) << count << " elements, call " << call << (in_place ? " (in place)" : "")
+                           << ": first wrong element " << first_wrong;
+    }
+  }
+}
+
 // Consecutive staged calls of up to 512 KiB that fit in half of the staging buffers take the
 // halves in turn (api/buffer_placement.cpp); larger ones take the first half. Back-to-back calls of
 // every staged collective, sizes on both sides of the half (64 KiB and 48 KiB messages and blocks,

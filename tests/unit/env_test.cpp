@@ -65,6 +65,23 @@ TEST(EnvTest, LogLevelsAndBindPolicies) {
   }
 }
 
+TEST(EnvTest, ProcessWriteIsOnOrOff) {
+  EXPECT_TRUE(parse_on_off("W", "on"));
+  EXPECT_FALSE(parse_on_off("W", "off"));
+  unsetenv("RANKFLOW_PROCESS_WRITE");
+  EXPECT_TRUE(process_write());
+  setenv("RANKFLOW_PROCESS_WRITE", "off", 1);
+  EXPECT_FALSE(process_write());
+  unsetenv("RANKFLOW_PROCESS_WRITE");
+  try {
+    parse_on_off("RANKFLOW_PROCESS_WRITE", "yes");
+    FAIL() << "yes is not on or off";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(),
+                ::testing::HasSubstr("RANKFLOW_PROCESS_WRITE='yes' is neither on nor off"));
+  }
+}
+
 TEST(EnvTest, ProgressModes) {
   EXPECT_EQ(parse_progress_mode("P", "caller"), ProgressMode::kCaller);
   EXPECT_EQ(parse_progress_mode("P", "thread"), ProgressMode::kThread);

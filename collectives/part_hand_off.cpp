@@ -1,0 +1,80 @@
+// PartHandOff (see part_hand_off.h).
+#include "collectives/part_hand_off.h"
+
+#include <cstring>
+
+#include "collectives/process_write.h"
+
+namespace rankflow::coll {
+
+bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segment) {
+  const size_t smallest_part = segment / static_cast<size_t>(c.size());
+  return a.src_ptr != nullptr && a.dst_ptr != nullptr && segment > 0 && a.count % segment == 0 &&
+         smallest_part * a.reducer->elem_size >= sizeof(Header);
+}
+
+PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment)
+    : c_(c), a_(a), segment_(segment) {
+  const Header mine{this_process(), reinterpret_cast<uint64_t>(a.dst_ptr), 0};
+  std::memcpy(c_.local(header_at(c_.rank())), &mine, sizeof mine);
+}
+
+size_t PartHandOff::header_at(int member) const {
+  return a_.src + partition(segment_, c_.size(), member).begin * a_.reducer->elem_size;
+}
+
+PartHandOff::Header PartHandOff::header_of(int member) {
+  Header h;
+  const std::byte* at =
+      c_.read(member, header_at(member), sizeof h, reinterpret_cast<std::byte*>(&h));
+  if (at != reinterpret_cast<const std::byte*>(&h)) std::memcpy(&h, at, sizeof h);
+  return h;
+}
+
+void PartHandOff::learn_peers() {
+  peers_.resize(static_cast<size_t>(c_.size()));
+  for (int d = 1; d < c_.size(); ++d)
+    peers_[c_.peer(d)] = header_of(c_.peer(d));
+}
+
+// Only into peers whose window this process maps: that proves the same host (and pid
+// namespace), so the pid names the peer.
+bool PartHandOff::write_to_every_peer(const std::byte* part, size_t bytes, size_t at_in_message) {
+  for (int d = 1; d < c_.size(); ++d) {
+    const int p = c_.peer(d);
+    const Header& peer = peers_[p];
+    if (c_.team().remote_ptr(p, header_at(p)) == nullptr ||
+        !write_process_memory(peer.pid, peer.recv + at_in_message, part, bytes)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void PartHandOff::give(const AllreduceArgs& s, size_t index) {
+  const size_t es = a_.reducer->elem_size;
+  const Segment mine = partition(s.count, c_.size(), c_.rank());
+  const size_t bytes = mine.count * es;
+  const std::byte* part = s.dst_ptr + mine.begin * es;
+  if (write_to_every_peer(part, bytes, (index * segment_ + mine.begin) * es)) return;
+  // Into every peer's window at this part (the peer has read what it staged there: this member
+  // reduced it), whether or not some peers got it already.
+  for (int d = 1; d < c_.size(); ++d)
+    c_.team().put(c_.peer(d), s.dst + mine.begin * es, part, bytes);
+  c_.complete_fetches();
+  Header h = header_of(c_.rank());
+  h.left_after = index + 1;
+  std::memcpy(c_.local(header_at(c_.rank())), &h, sizeof h);
+}
+
+void PartHandOff::take(const AllreduceArgs& s, size_t index) {
+  const size_t es = a_.reducer->elem_size;
+  for (int d = 1; d < c_.size(); ++d) {
+    const int p = c_.peer(d);
+    if (header_of(p).left_after != index + 1) continue;
+    const Segment part = partition(s.count, c_.size(), p);
+    std::memcpy(s.dst_ptr + part.begin * es, c_.local(s.dst + part.begin * es), part.count * es);
+  }
+}
+
+}  // namespace rankflow::coll

@@ -1,0 +1,57 @@
+// PartHandOff: how the two-phase allreduce on the caller's plain memory hands each reduced part
+// to its peers (allreduce_twophase.cpp). Each owner writes its part straight into every peer's
+// recv with one kernel copy (process_write.h) instead of leaving it in its window for the peers
+// to fetch: half the copies of the allgather phase, and no core reads lines another core has
+// just written. Where it cannot (a peer's window is not mapped, as between hosts; the kernel
+// refuses), it puts the part into each peer's window instead and says so, and each peer copies
+// it out of its own window.
+//
+// What a member tells its peers sits in its own part of the first segment's staging region,
+// which it never stages into (so every segment must be the same length): its process, its
+// recv, and the last segment whose part it left in the peers' windows. Written before the call's
+// first kReady, read by peers after it (the flag after each kReady2); the call's closing kDone
+// round keeps it until every peer has read it. Runs on the thread that drives the collective.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "collectives/collective.h"
+
+namespace rankflow::coll {
+
+class PartHandOff {
+ public:
+  // True where a call of `a` in segments of `segment` elements can hand off: plain send and
+  // recv (in place too), every segment the same length, and room for the header in each part.
+  static bool fits(const CollContext& c, const AllreduceArgs& a, size_t segment);
+
+  // Publishes this member's header (before the call's first kReady).
+  PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment);
+
+  // After the first segment's kReady: every peer's header.
+  void learn_peers();
+  // After this member reduced its part of segment `index` (`s`, that segment) into its recv:
+  // hands it to every peer (before kReady2).
+  void give(const AllreduceArgs& s, size_t index);
+  // After kReady2 of segment `index`: copies out the parts peers left in this member's window.
+  void take(const AllreduceArgs& s, size_t index);
+
+ private:
+  struct Header {
+    int64_t pid = 0;
+    uint64_t recv = 0;        // the caller's recv, in that process
+    uint64_t left_after = 0;  // index + 1 of the last segment whose part went to the windows
+  };
+  size_t header_at(int member) const;
+  Header header_of(int member);
+  bool write_to_every_peer(const std::byte* part, size_t bytes, size_t at_in_message);
+
+  CollContext& c_;
+  AllreduceArgs a_;
+  size_t segment_;
+  std::vector<Header> peers_;
+};
+
+}  // namespace rankflow::coll
