@@ -22,6 +22,8 @@ namespace rankflow::coll {
 namespace {
 
 constexpr size_t kSplitFrom = 256 * 1024;
+// Plain memory from here goes straight between the processes (broadcast_cross_memory.cpp).
+constexpr size_t kCrossMemoryFrom = 64 * 1024;
 
 CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) {
   const size_t half = bytes / 2;
@@ -69,6 +71,9 @@ CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, 
 CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
                           const std::byte* stage_from, bool stream_staging) {
   if (c.size() == 1 || bytes == 0) return CollTask::finished();
+  if (out != nullptr && bytes >= kCrossMemoryFrom) {
+    return broadcast_cross_memory(c, buffer, bytes, root, out, stage_from);
+  }
   if (c.size() == 2 && out == nullptr && bytes >= kSplitFrom) {
     return broadcast_split(c, buffer, bytes, root);
   }

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "collectives/process_write.h"
+#include "collectives/process_memory.h"
 
 namespace rankflow::coll {
 

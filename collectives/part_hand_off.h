@@ -1,6 +1,6 @@
 // PartHandOff: how the two-phase allreduce on the caller's plain memory hands each reduced part
 // to its peers (allreduce_twophase.cpp). Each owner writes its part straight into every peer's
-// recv with one kernel copy (process_write.h) instead of leaving it in its window for the peers
+// recv with one kernel copy (process_memory.h) instead of leaving it in its window for the peers
 // to fetch: half the copies of the allgather phase, and no core reads lines another core has
 // just written. Where it cannot (a peer's window is not mapped, as between hosts; the kernel
 // refuses), it puts the part into each peer's window instead and says so, and each peer copies

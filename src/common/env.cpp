@@ -80,9 +80,9 @@ ProgressMode progress_mode() {
   return value ? parse_progress_mode("RANKFLOW_PROGRESS", *value) : ProgressMode::kCaller;
 }
 
-bool process_write() {
-  const auto value = get("RANKFLOW_PROCESS_WRITE");
-  return value ? parse_on_off("RANKFLOW_PROCESS_WRITE", *value) : true;
+bool cross_memory() {
+  const auto value = get("RANKFLOW_CROSS_MEMORY");
+  return value ? parse_on_off("RANKFLOW_CROSS_MEMORY", *value) : true;
 }
 
 }  // namespace rankflow::env

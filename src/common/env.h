@@ -35,10 +35,11 @@ BindPolicy bind_policy();
 // RANKFLOW_PROGRESS: caller|thread. Default caller (rankflow progresses only inside its calls);
 // thread starts a background thread that advances non-blocking collectives.
 ProgressMode progress_mode();
-// RANKFLOW_PROCESS_WRITE: on|off. Default on: a plain-buffer allreduce hands its reduced parts to
-// peers on the same host with one kernel copy (process_vm_writev); off puts them through the
-// window instead (for a site that forbids cross-memory attach, or to compare).
-bool process_write();
+// RANKFLOW_CROSS_MEMORY: on|off. Default on: collectives on plain buffers move data between
+// processes on the same host with one kernel copy where that wins (process_vm_writev/readv:
+// the plain allreduce's reduced parts, the plain broadcast); off sends it through the windows
+// instead (for a site that forbids cross-memory attach, or to compare).
+bool cross_memory();
 
 // Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.
 std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value);

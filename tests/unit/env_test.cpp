@@ -65,20 +65,20 @@ TEST(EnvTest, LogLevelsAndBindPolicies) {
   }
 }
 
-TEST(EnvTest, ProcessWriteIsOnOrOff) {
+TEST(EnvTest, CrossMemoryIsOnOrOff) {
   EXPECT_TRUE(parse_on_off("W", "on"));
   EXPECT_FALSE(parse_on_off("W", "off"));
-  unsetenv("RANKFLOW_PROCESS_WRITE");
-  EXPECT_TRUE(process_write());
-  setenv("RANKFLOW_PROCESS_WRITE", "off", 1);
-  EXPECT_FALSE(process_write());
-  unsetenv("RANKFLOW_PROCESS_WRITE");
+  unsetenv("RANKFLOW_CROSS_MEMORY");
+  EXPECT_TRUE(cross_memory());
+  setenv("RANKFLOW_CROSS_MEMORY", "off", 1);
+  EXPECT_FALSE(cross_memory());
+  unsetenv("RANKFLOW_CROSS_MEMORY");
   try {
-    parse_on_off("RANKFLOW_PROCESS_WRITE", "yes");
+    parse_on_off("RANKFLOW_CROSS_MEMORY", "yes");
     FAIL() << "yes is not on or off";
   } catch (const InvalidArgument& e) {
     EXPECT_THAT(e.what(),
-                ::testing::HasSubstr("RANKFLOW_PROCESS_WRITE='yes' is neither on nor off"));
+                ::testing::HasSubstr("RANKFLOW_CROSS_MEMORY='yes' is neither on nor off"));
   }
 }
 

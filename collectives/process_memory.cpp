@@ -1,0 +1,66 @@
+// process_memory (see process_memory.h).
+#include "collectives/process_memory.h"
+
+#include <sys/types.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+
+#include "common/env.h"
+
+namespace rankflow::coll {
+namespace {
+
+// Refused once: not tried again.
+std::atomic<bool> g_refused{false};
+
+bool usable() {
+  static const bool switched_on = env::cross_memory();  // checked when the Context started
+  return switched_on && !g_refused.load(std::memory_order_relaxed);
+}
+
+// One direction of cross-memory attach, repeated until every byte moved (the kernel may move
+// fewer than asked).
+template <typename Move>
+bool move_all(int64_t pid, size_t bytes, Move&& move) {
+  if (!usable() || pid <= 0) return false;
+  size_t done = 0;
+  while (done < bytes) {
+    const ssize_t moved = move(static_cast<pid_t>(pid), done, bytes - done);
+    if (moved <= 0) {
+      g_refused.store(true, std::memory_order_relaxed);
+      return false;
+    }
+    done += static_cast<size_t>(moved);
+  }
+  return true;
+}
+
+}  // namespace
+
+bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes) {
+  return move_all(pid, bytes, [&](pid_t to, size_t at, size_t left) {
+    iovec local{const_cast<std::byte*>(src + at), left};
+    iovec remote{reinterpret_cast<void*>(address + at), left};
+    return process_vm_writev(to, &local, 1, &remote, 1, 0);
+  });
+}
+
+bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes) {
+  return move_all(pid, bytes, [&](pid_t from, size_t at, size_t left) {
+    iovec local{dst + at, left};
+    iovec remote{reinterpret_cast<void*>(address + at), left};
+    return process_vm_readv(from, &local, 1, &remote, 1, 0);
+  });
+}
+
+bool process_memory_usable() {
+  return usable();
+}
+
+int64_t this_process() {
+  return static_cast<int64_t>(getpid());
+}
+
+}  // namespace rankflow::coll

@@ -1,0 +1,29 @@
+// process_memory: one kernel copy between this process and another process's memory on the same
+// host (Linux cross-memory attach: process_vm_writev, process_vm_readv), for collectives that
+// hand data straight to or take it straight from a peer's plain buffer instead of staging it. The
+// kernel allows it where it allows /proc/<pid>/fd, which mapping a peer's window already needs;
+// where it refuses once, this process stops trying; RANKFLOW_CROSS_MEMORY=off stops it from the
+// start (common/env.h). Any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace rankflow::coll {
+
+// Writes `bytes` from `src` to `address` in process `pid`. False, with nothing promised about
+// the destination, when the kernel refuses (no permission, no such process, a bad range) or an
+// earlier write of this process was refused: the caller then delivers another way.
+bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes);
+
+// Reads `bytes` at `address` in process `pid` into `dst`; false as for write_process_memory.
+bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes);
+
+// False where this process will not try (switched off, or refused before): a peer that asks
+// before it relies on this process reading or writing it.
+bool process_memory_usable();
+
+// This process's id, as peers pass it to write_process_memory.
+int64_t this_process();
+
+}  // namespace rankflow::coll
