@@ -7,10 +7,12 @@
 // Signals: each peer says "ready" with its process and buffer in its own window (PeerHeader);
 // the root puts its answer after it (RootReply) and says "ready"; once it has written a peer's
 // share it says "done". Each peer says "done" once it has read its share, and returns on the
-// root's "done". A peer the root cannot write (its window is not mapped: another host; the
-// kernel refuses; the peer cannot read the root) gets the broadcast_direct way: it fetches
-// every chunk from the root's window, which the root stages chunk by chunk, a "ready" each.
-// Runs on the thread that drives the collective.
+// root's "done". The root answers "cross-memory" only where its first write to that process
+// went through (writes_reach; the kernel's permission is the same for the peer's read). A
+// peer the root cannot write (its window is not mapped: another host; the kernel refuses; the
+// peer will not read) gets the broadcast_direct way: it fetches every chunk from the root's
+// window, which the root stages chunk by chunk, a "ready" each. Runs on the thread that drives
+// the collective.
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -61,8 +63,8 @@ CollTask root_side(CollContext& c, size_t buffer, size_t bytes, const std::byte*
     const int p = c.peer(d);
     co_await c.await(p, kReady);
     peers[p] = read_record<PeerHeader>(c, p, buffer);
-    crosses[p] = peers[p].can_read == 1 && process_memory_usable() &&
-                 c.team().remote_ptr(p, buffer) != nullptr;
+    crosses[p] = peers[p].can_read == 1 && c.team().remote_ptr(p, buffer) != nullptr &&
+                 writes_reach(peers[p].pid, peers[p].recv + share_at, from + share_at);
     anyone_fetches = anyone_fetches || crosses[p] == 0;
     const RootReply reply{this_process(), reinterpret_cast<uint64_t>(from),
                           crosses[p] != 0 ? 1u : 0u};
@@ -80,7 +82,8 @@ CollTask root_side(CollContext& c, size_t buffer, size_t bytes, const std::byte*
                               bytes - share_at)) {
       throw TransportError("broadcast: rank " + std::to_string(c.rank()) +
                            " could not write its share into member " + std::to_string(p) +
-                           "'s buffer (process_vm_writev refused after the peer said it could)");
+                           "'s buffer (process_vm_writev refused after it had succeeded; did the "
+                           "peer exit?)");
     }
     c.notify(p, kDone);  // my share is in your buffer
   }
@@ -105,9 +108,11 @@ CollTask peer_side(CollContext& c, size_t buffer, size_t bytes, int root, std::b
   std::memcpy(&reply, c.local(buffer + kReplyAt), sizeof reply);
   if (reply.cross_memory == 1) {
     if (!read_process_memory(reply.pid, reply.source, out, root_share_at(bytes, c.size()))) {
-      throw TransportError("broadcast: rank " + std::to_string(c.rank()) +
-                           " could not read its share from root " + std::to_string(root) +
-                           "'s buffer (process_vm_readv refused after it had said it could)");
+      throw TransportError("broadcast: rank " + std::to_string(c.rank()) + " could not read root " +
+                           std::to_string(root) +
+                           "'s buffer (process_vm_readv refused, although the root could write "
+                           "this rank's); RANKFLOW_CROSS_MEMORY=off sends broadcasts through the "
+                           "windows");
     }
     c.notify(root, kDone);          // I have read your buffer
     co_await c.await(root, kDone);  // your share is in mine

@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <mutex>
+#include <unordered_map>
 
 #include "common/env.h"
 
@@ -53,6 +55,20 @@ bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t b
     iovec remote{reinterpret_cast<void*>(address + at), left};
     return process_vm_readv(from, &local, 1, &remote, 1, 0);
   });
+}
+
+bool writes_reach(int64_t pid, uint64_t address, const std::byte* src) {
+  static std::mutex mutex;
+  static std::unordered_map<int64_t, bool> reached;  // by pid; a communicator's peers keep theirs
+  if (!usable() || pid <= 0) return false;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (const auto known = reached.find(pid); known != reached.end()) return known->second;
+  }
+  const bool reaches = write_process_memory(pid, address, src, 1);
+  std::lock_guard<std::mutex> lock(mutex);
+  reached[pid] = reaches;
+  return reaches;
 }
 
 bool process_memory_usable() {

@@ -19,6 +19,12 @@ bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, s
 // Reads `bytes` at `address` in process `pid` into `dst`; false as for write_process_memory.
 bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes);
 
+// Whether writes from this process reach process `pid`: the first time for a pid, writes the
+// first byte of `src` to `address` there (a byte the caller is about to write anyway) and
+// remembers the answer. For a protocol that must know before it tells the peer what to expect;
+// the kernel checks the same permission whichever side reads or writes.
+bool writes_reach(int64_t pid, uint64_t address, const std::byte* src);
+
 // False where this process will not try (switched off, or refused before): a peer that asks
 // before it relies on this process reading or writing it.
 bool process_memory_usable();
