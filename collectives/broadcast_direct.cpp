@@ -23,9 +23,9 @@ namespace rankflow::coll {
 namespace {
 
 constexpr size_t kSplitFrom = 256 * 1024;
-// Plain memory from here goes straight between the processes (broadcast_cross_memory.cpp): at
-// 32 KiB x1.10 of Open MPI against its own transfer's x1.00, at 8-16 KiB x0.76-0.85 (2026-12-03
-// night, three runs).
+// Plain memory from here goes straight between the processes (broadcast_cross_memory.cpp):
+// forced at 32 KiB x1.10 of Open MPI against its own transfer's x1.00, at 8-16 KiB x0.76-0.85
+// (2026-12-03 late night, three runs; the tables choose it from 64 KiB, tables.cpp).
 constexpr size_t kCrossMemoryFrom = 32 * 1024;
 
 CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) {
