@@ -81,7 +81,7 @@ CollTask all_to_all_pipelined_staged(CollContext& c, size_t src, size_t block,
 // writes the blocks its peers get straight into their recv, one kernel copy each, or into their
 // windows where it cannot (exchange_cross_memory.cpp). `region`: a window region of P blocks
 // at the same offset on every member that nothing else uses during the call.
-inline constexpr size_t kCrossMemoryBlocks = 64 * 1024;
+inline constexpr size_t kCrossMemoryBlocks = 16 * 1024;
 bool exchanges_cross_memory(const CollContext& c, size_t block);
 CollTask allgather_cross_memory(CollContext& c, size_t region, size_t block, const std::byte* send,
                                 std::byte* out);

@@ -69,11 +69,12 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // Open MPI (the `mpi` entries) on plain buffers: on one host it copies a message once, through
 // CMA, where a staged path copies it into the window and the peers copy it out. On two members
 // it runs as a pairwise exchange that copies the own block while the transfer runs
-// (api/mpi_pairwise.h). allgather and all_to_all blocks of 16-32 KiB and from 16 MiB; at 64 KiB-
-// 8 MiB blocks the `pipelined` entry wins, which on one host copies each block straight into
-// the peers' recv (exchange_cross_memory.cpp; 2026-12-03 late night, x1.68-2.46 of Open MPI at
-// 64 KiB-512 KiB blocks, x1.03-1.59 to 8 MiB; at 16-32 MiB blocks x0.95-0.96 against
-// x1.00-1.05, three runs of each build alternated; see docs/performance.md); broadcast at 16-32 KiB (from 64 KiB `direct` wins: on one host it copies straight between
+// (api/mpi_pairwise.h). allgather and all_to_all blocks from 16 MiB; at 16 KiB-8 MiB blocks the
+// `pipelined` entry wins, which on one host copies each block straight into the peers' recv
+// (exchange_cross_memory.cpp; 2026-12-03 late night: x1.24-1.33 of Open MPI at 16 KiB blocks
+// against x1.00-1.01 for its own transfer, x1.68-2.51 at 32-512 KiB, x1.03-1.59 to 8 MiB; at
+// 16-32 MiB blocks x0.95-0.96 against x1.00-1.05; three runs each; docs/performance.md);
+// broadcast at 16-32 KiB (from 64 KiB `direct` wins: on one host it copies straight between
 // the processes, the root's core writing a share while each peer reads the rest, x1.46-2.00 of
 // Open MPI, 2026-12-03 late night; at 32 KiB it measured x1.10 against x1.00, within the
 // sweep's tolerance, and a non-blocking call there then ran x0.51 of MPI_Ibcast against x0.69
@@ -81,9 +82,8 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // allreduce and reduce_scatter, whose staged paths reduce while they copy.
 // (2026-12-03 sweeps; the one before, with Open MPI's collective behind a barrier, had the
 // staged allgather at 32-256 KiB blocks.)
-constexpr Ranges kOpenMpiExchange{kTwoMembers((8 << 10) + 1, 32 << 10),
-                                  kTwoMembers((8 << 20) + 1, SIZE_MAX)};
-constexpr Ranges kPipelinedExchangePlain = kTwoMembers((32 << 10) + 1, 8 << 20);
+constexpr Ranges kOpenMpiExchange = kTwoMembers((8 << 20) + 1, SIZE_MAX);
+constexpr Ranges kPipelinedExchangePlain = kTwoMembers((8 << 10) + 1, 8 << 20);
 constexpr Ranges kOpenMpiBroadcast = kTwoMembers((8 << 10) + 1, 32 << 10);
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.

@@ -237,18 +237,22 @@ TEST(TablesTest, WithoutOpenMpiItsRangesPushWhereTheMessageFits) {
     SCOPED_TRACE(bytes);
     EXPECT_TRUE(broadcast_table().builtin(bytes, 2, true, Buffers::kPlain, true).open_mpi);
     EXPECT_EQ(broadcast_table().builtin(bytes, 2, true, Buffers::kPlain, false).name, "pushed");
-    EXPECT_TRUE(allgather_table().builtin(bytes, 2, true, Buffers::kPlain, true).open_mpi);
-    EXPECT_EQ(allgather_table().builtin(bytes, 2, true, Buffers::kPlain, false).name, "pushed");
-    EXPECT_EQ(all_to_all_table().builtin(bytes, 2, true, Buffers::kPlain, false).name, "pushed");
   }
-  // From 64 KiB blocks the pipelined entries, which on one host copy straight between the
-  // processes, are chosen whether or not Open MPI's transfer may run.
-  for (bool open_mpi : {true, false}) {
-    EXPECT_EQ(allgather_table().builtin(1 << 20, 2, true, Buffers::kPlain, open_mpi).name,
-              "pipelined");
-    EXPECT_EQ(all_to_all_table().builtin(1 << 20, 2, true, Buffers::kPlain, open_mpi).name,
-              "pipelined");
+  // From 16 KiB blocks to 8 MiB the pipelined entries, which on one host copy straight between
+  // the processes, are chosen whether or not Open MPI's transfer may run; from 16 MiB blocks
+  // Open MPI's transfer, and without it the entry preferred there.
+  for (size_t bytes : {size_t{16} << 10, size_t{1} << 20, size_t{8} << 20}) {
+    SCOPED_TRACE(bytes);
+    for (bool open_mpi : {true, false}) {
+      EXPECT_EQ(allgather_table().builtin(bytes, 2, true, Buffers::kPlain, open_mpi).name,
+                "pipelined");
+      EXPECT_EQ(all_to_all_table().builtin(bytes, 2, true, Buffers::kPlain, open_mpi).name,
+                "pipelined");
+    }
   }
+  EXPECT_TRUE(allgather_table().builtin(16 << 20, 2, true, Buffers::kPlain, true).open_mpi);
+  EXPECT_EQ(allgather_table().builtin(16 << 20, 2, true, Buffers::kPlain, false).name,
+            allgather_table().builtin(16 << 20, 3, true, Buffers::kPlain, false).name);
 }
 
 // Every entry is preferred and pushes only where it serves; each table has an entry preferred
