@@ -63,7 +63,9 @@ CollTask root_side(CollContext& c, size_t buffer, size_t bytes, const std::byte*
     const int p = c.peer(d);
     co_await c.await(p, kReady);
     peers[p] = read_record<PeerHeader>(c, p, buffer);
-    crosses[p] = peers[p].can_read == 1 && c.team().remote_ptr(p, buffer) != nullptr &&
+    // Only the process the team knows as that peer (same host, same pid namespace).
+    crosses[p] = peers[p].can_read == 1 && peers[p].pid != 0 &&
+                 peers[p].pid == c.team().process_of(p) &&
                  writes_reach(peers[p].pid, peers[p].recv + share_at, from + share_at);
     anyone_fetches = anyone_fetches || crosses[p] == 0;
     const RootReply reply{this_process(), reinterpret_cast<uint64_t>(from),
@@ -106,7 +108,7 @@ CollTask peer_side(CollContext& c, size_t buffer, size_t bytes, int root, std::b
   co_await c.await(root, kReady);
   RootReply reply;
   std::memcpy(&reply, c.local(buffer + kReplyAt), sizeof reply);
-  if (reply.cross_memory == 1) {
+  if (reply.cross_memory == 1 && reply.pid != 0 && reply.pid == c.team().process_of(root)) {
     if (!read_process_memory(reply.pid, reply.source, out, root_share_at(bytes, c.size()))) {
       throw TransportError("broadcast: rank " + std::to_string(c.rank()) + " could not read root " +
                            std::to_string(root) +

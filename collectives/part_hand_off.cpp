@@ -47,13 +47,13 @@ void PartHandOff::learn_peers() {
     peers_[c_.peer(d)] = header_of(c_.peer(d));
 }
 
-// Only into peers whose window this process maps: that proves the same host (and pid
-// namespace), so the pid names the peer.
 bool PartHandOff::write_to_every_peer(const std::byte* part, size_t bytes, size_t at_in_message) {
   for (int d = 1; d < c_.size(); ++d) {
     const int p = c_.peer(d);
     const Header& peer = peers_[p];
-    if (c_.team().remote_ptr(p, header_at(p)) == nullptr ||
+    // Only into the process the team knows as that peer (mapped through its shared pages: same
+    // host, same pid namespace): a header from a member that runs another call is not trusted.
+    if (peer.pid == 0 || peer.pid != c_.team().process_of(p) ||
         !write_process_memory(peer.pid, peer.recv + at_in_message, part, bytes)) {
       return false;
     }

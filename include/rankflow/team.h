@@ -67,6 +67,9 @@ class Team {
   // Direct load/store pointer into `peer`'s window, or null when it is not mappable (another
   // host, or UCX_TLS=tcp,self). Algorithms use it as a fast path and fall back to put/get.
   void* remote_ptr(int peer, size_t offset) const;
+  // The process id of `peer` where its window is mapped here (so it runs on this host) and its
+  // pid namespace is this process's, else 0.
+  int64_t process_of(int peer) const;
   bool all_mapped() const;
   // True when every member maps every other member's window: then no operation needs UCX, and
   // the answer is the same on every member (agreed when the window was made).

@@ -41,6 +41,9 @@ size_t Team::window_bytes() const {
 void* Team::remote_ptr(int peer, size_t offset) const {
   return state_->window->remote_ptr(peer, offset);
 }
+int64_t Team::process_of(int peer) const {
+  return state_->window->process_of(peer);
+}
 bool Team::all_mapped() const {
   return state_->window->all_mapped();
 }

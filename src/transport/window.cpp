@@ -100,6 +100,7 @@ void Window::exchange_keys() {
     peer.bytes = extent.bytes;
     peer.rkey = extent.rkey;
     peer.mapped = extent.mapped;
+    peer.pid = extent.pid;
     all_mapped_ = all_mapped_ && peer.mapped != nullptr;
   }
   int everywhere = all_mapped_ ? 1 : 0;
@@ -397,6 +398,10 @@ uint64_t Window::wait(size_t offset, Compare cmp, uint64_t value, const char* op
 uint32_t Window::wait32(size_t offset, Compare cmp, uint32_t value, const char* operation, int peer,
                         std::chrono::nanoseconds timeout) const {
   return wait_word<uint32_t>(offset, cmp, value, operation, peer, timeout);
+}
+
+int64_t Window::process_of(int peer) const {
+  return peer >= 0 && peer < size() ? peers_[static_cast<size_t>(peer)].pid : 0;
 }
 
 }  // namespace rankflow::transport

@@ -58,6 +58,8 @@ class Window {
   void* remote_ptr(int peer, size_t offset, const char* operation = "remote_ptr") const;
   // True when every member's window is directly mapped.
   bool all_mapped() const { return all_mapped_; }
+  // `peer`'s process where its pages are mapped here (Team::process_of), else 0.
+  int64_t process_of(int peer) const;
   // True when every member maps every other member's window: the same answer on all members
   // (agreed at creation), so protocols may choose by it and stay in step.
   bool mapped_everywhere() const { return mapped_everywhere_; }
@@ -125,6 +127,7 @@ class Window {
     ucp_rkey_h rkey = nullptr;
     std::byte* mapped = nullptr;       // direct pointer, or null
     std::shared_ptr<PeerPages> pages;  // the peer's shared pages mapped here, if it shares them
+    int64_t pid = 0;                   // the peer's process, where mapped and in this pid namespace
   };
   struct Peer {
     int world_rank = -1;
@@ -135,6 +138,7 @@ class Window {
     std::byte* mapped = nullptr;   // direct pointer, or null
     bool dirty = false;            // UCX operations issued since the last flush
     std::vector<Extent> segments;  // the peer's attached segments (bytes 0 once detached)
+    int64_t pid = 0;               // the peer's process, where mapped and in this pid namespace
   };
   // Where one access lands: the remote address and key, and the direct pointer where mapped.
   struct Target {

@@ -1,6 +1,9 @@
 // Window key records (see window.h): what each member tells the others about a window's memory
 // or a segment's (where it is, its size, its shared pages and its packed UCX key), the exchange,
 // and what a member makes of a peer's record. Runs on the thread that uses the Context.
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <mpi.h>
 
 #include <cstring>
@@ -21,9 +24,18 @@ struct KeyHeader {
   uint64_t bytes;
   SharedFile file;  // of the shared pages, when there are runs
   uint64_t runs;
+  int64_t pid;             // the owner's process
+  uint64_t pid_namespace;  // and the inode of its pid namespace (0 where unknown)
 };
-static_assert(sizeof(KeyHeader) == 48 && sizeof(PageRun) == 24 && sizeof(SharedFile) == 24,
+static_assert(sizeof(KeyHeader) == 64 && sizeof(PageRun) == 24 && sizeof(SharedFile) == 24,
               "key records are exchanged as bytes between processes of one build");
+
+// The inode of this process's pid namespace: two processes whose pids mean the same process
+// have the same one. 0 where /proc does not say.
+uint64_t pid_namespace() {
+  struct stat status {};
+  return stat("/proc/self/ns/pid", &status) == 0 ? static_cast<uint64_t>(status.st_ino) : 0;
+}
 
 }  // namespace
 
@@ -35,9 +47,13 @@ std::vector<std::byte> Window::pack_record(ucp_mem_h memh, const void* base, siz
     check_ucs(ucp_rkey_pack(context_->ucp(), memh, &packed, &packed_size), "ucp_rkey_pack");
   const size_t runs_bytes = runs.size() * sizeof(PageRun);
   std::vector<std::byte> record(sizeof(KeyHeader) + runs_bytes + packed_size);
-  const KeyHeader header{reinterpret_cast<uint64_t>(base), bytes,
+  static const uint64_t my_namespace = pid_namespace();
+  const KeyHeader header{reinterpret_cast<uint64_t>(base),
+                         bytes,
                          runs.empty() ? SharedFile{} : SharedPageTable::instance().file(),
-                         runs.size()};
+                         runs.size(),
+                         static_cast<int64_t>(getpid()),
+                         my_namespace};
   std::memcpy(record.data(), &header, sizeof(header));
   if (runs_bytes > 0) std::memcpy(record.data() + sizeof(header), runs.data(), runs_bytes);
   if (packed != nullptr) {
@@ -102,6 +118,12 @@ Window::Extent Window::unpack_record(int peer, const std::vector<std::byte>& rec
     if (why != nullptr && extent.mapped == nullptr) *why = extent.pages->why();
   } else if (extent.rkey != nullptr && ucp_rkey_ptr(extent.rkey, extent.base, &mapped) == UCS_OK) {
     extent.mapped = static_cast<std::byte*>(mapped);
+  }
+  // A mapped peer shares this host; its pid names it here where the pid namespaces are one.
+  static const uint64_t my_namespace = pid_namespace();
+  if (extent.mapped != nullptr && peer != rank_ && my_namespace != 0 &&
+      header.pid_namespace == my_namespace) {
+    extent.pid = header.pid;
   }
   return extent;
 }

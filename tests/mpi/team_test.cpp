@@ -3,6 +3,8 @@
 // go of its window.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <span>
 #include <vector>
 
@@ -48,6 +50,24 @@ TEST(TeamTest, NamedBuffersSitAtTheSameOffsetOnEveryMember) {
   team.put(right, team.offset("c"), &mine, sizeof(mine));
   team.barrier();
   EXPECT_EQ(team.local_as<uint64_t>("c")[0], mine);
+  team.barrier();
+  team.close();
+}
+
+// Team::process_of names a peer's process where its window is mapped here (what the
+// collectives' cross-memory copies rely on: they write only into that process), and 0 where it
+// is not (UCX_TLS=tcp,self, as between hosts). Checked against the pids the members gather.
+TEST(TeamTest, ProcessOfIsThePeersPidWhereMapped) {
+  Team team = transport::create_team(shared_context(), MPI_COMM_WORLD, {{"a", 64}}, "pids");
+  const int64_t mine = static_cast<int64_t>(getpid());
+  std::vector<int64_t> pids(static_cast<size_t>(team.size()));
+  MPI_Allgather(&mine, 1, MPI_INT64_T, pids.data(), 1, MPI_INT64_T, MPI_COMM_WORLD);
+  for (int p = 0; p < team.size(); ++p) {
+    if (p == team.rank()) continue;
+    const bool mapped = team.remote_ptr(p, team.offset("a")) != nullptr;
+    EXPECT_EQ(team.process_of(p), mapped ? pids[static_cast<size_t>(p)] : 0) << "peer " << p;
+  }
+  EXPECT_EQ(team.process_of(team.size()), 0);
   team.barrier();
   team.close();
 }
