@@ -197,6 +197,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   c.notify_all(kDone);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), kDone);
+  if (hand_off) hand_off->finish();
 }
 
 }  // namespace rankflow::coll

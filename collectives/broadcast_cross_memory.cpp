@@ -104,11 +104,14 @@ CollTask peer_side(CollContext& c, size_t buffer, size_t bytes, int root, std::b
   const PeerHeader mine{this_process(), reinterpret_cast<uint64_t>(out),
                         process_memory_usable() ? 1u : 0u};
   std::memcpy(c.local(buffer), &mine, sizeof mine);
+  PublishedProcess published(c.local(buffer));
   c.notify(root, kReady);
   co_await c.await(root, kReady);
   RootReply reply;
   std::memcpy(&reply, c.local(buffer + kReplyAt), sizeof reply);
-  if (reply.cross_memory == 1 && reply.pid != 0 && reply.pid == c.team().process_of(root)) {
+  // The root answers "cross-memory" only where it knows this process as its peer on its host,
+  // so its own pid names it here (this process may not map the root: mapping can be one-sided).
+  if (reply.cross_memory == 1) {
     if (!read_process_memory(reply.pid, reply.source, out, root_share_at(bytes, c.size()))) {
       throw TransportError("broadcast: rank " + std::to_string(c.rank()) + " could not read root " +
                            std::to_string(root) +
@@ -118,6 +121,7 @@ CollTask peer_side(CollContext& c, size_t buffer, size_t bytes, int root, std::b
     }
     c.notify(root, kDone);          // I have read your buffer
     co_await c.await(root, kDone);  // your share is in mine
+    published.withdraw();
     co_return;
   }
   const size_t chunk = broadcast_chunk_bytes(bytes);
@@ -126,6 +130,7 @@ CollTask peer_side(CollContext& c, size_t buffer, size_t bytes, int root, std::b
     c.fetch(root, buffer + first, out + first, std::min(chunk, bytes - first));
   }
   c.complete_fetches();
+  published.withdraw();  // the root has read the header (it answered)
   c.notify(root, kDone);
 }
 

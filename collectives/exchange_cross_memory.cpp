@@ -53,6 +53,9 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
   const Header mine{this_process(), reinterpret_cast<uint64_t>(out),
                     per_peer && send == out ? 1u : 0u, next_sequence()};
   std::memcpy(c.local(header_at(me)), &mine, sizeof mine);
+  // The writers' words, cleared before anyone may write them (after this kReady).
+  std::memset(c.local(header_at(me) + sizeof(Header)), 0, header_bytes(c.size()) - sizeof(Header));
+  PublishedProcess published(c.local(header_at(me)));
   c.notify_all(kReady);
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
@@ -87,6 +90,7 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
     const size_t from = static_cast<size_t>(p) * block;
     std::memcpy(out + from, c.local(region + from), block);
   }
+  published.withdraw();  // every peer is done with it (their "done")
 }
 
 }  // namespace

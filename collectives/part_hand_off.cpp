@@ -24,7 +24,7 @@ bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segm
 }
 
 PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment)
-    : c_(c), a_(a), segment_(segment) {
+    : c_(c), a_(a), segment_(segment), published_(c.local(header_at(c.rank()))) {
   const Header mine{this_process(), reinterpret_cast<uint64_t>(a.dst_ptr), 0};
   std::memcpy(c_.local(header_at(c_.rank())), &mine, sizeof mine);
 }

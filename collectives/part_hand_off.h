@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectives/collective.h"
+#include "collectives/process_memory.h"
 
 namespace rankflow::coll {
 
@@ -38,6 +39,8 @@ class PartHandOff {
   void give(const AllreduceArgs& s, size_t index);
   // After kReady2 of segment `index`: copies out the parts peers left in this member's window.
   void take(const AllreduceArgs& s, size_t index);
+  // After the call's closing kDone: no peer reads the header any more.
+  void finish() { published_.withdraw(); }
 
  private:
   struct Header {
@@ -53,6 +56,7 @@ class PartHandOff {
   AllreduceArgs a_;
   size_t segment_;
   std::vector<Header> peers_;
+  PublishedProcess published_;  // withdrawn by finish(), or when a call ends early
 };
 
 }  // namespace rankflow::coll

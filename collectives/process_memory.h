@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace rankflow::coll {
 
@@ -31,5 +32,27 @@ bool process_memory_usable();
 
 // This process's id, as peers pass it to write_process_memory.
 int64_t this_process();
+
+// The process id a collective published in its window for its peers to write into (an
+// int64_t at `at`), withdrawn (zeroed) when the call ends: by withdraw() once every peer is
+// done with it, or, where the call ends early (a Timeout destroys its frame), on destruction,
+// so that a member arriving late finds no process to write into. Peers check the id against
+// Team::process_of before they write.
+class PublishedProcess {
+ public:
+  explicit PublishedProcess(std::byte* at) : at_(at) {}
+  ~PublishedProcess() { withdraw(); }
+  PublishedProcess(const PublishedProcess&) = delete;
+  PublishedProcess& operator=(const PublishedProcess&) = delete;
+  void withdraw() {
+    if (at_ == nullptr) return;
+    const int64_t none = 0;
+    std::memcpy(at_, &none, sizeof none);
+    at_ = nullptr;
+  }
+
+ private:
+  std::byte* at_;
+};
 
 }  // namespace rankflow::coll

@@ -37,8 +37,9 @@ BindPolicy bind_policy();
 ProgressMode progress_mode();
 // RANKFLOW_CROSS_MEMORY: on|off. Default on: collectives on plain buffers move data between
 // processes on the same host with one kernel copy where that wins (process_vm_writev/readv:
-// the plain allreduce's reduced parts, the plain broadcast); off sends it through the windows
-// instead (for a site that forbids cross-memory attach, or to compare).
+// the plain allreduce's reduced parts, broadcast, allgather and all_to_all); off sends it
+// through the windows instead (for a site that forbids cross-memory attach, or to compare).
+// Off on one rank only still lets its peers write into it.
 bool cross_memory();
 
 // Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.

@@ -353,26 +353,33 @@ TEST_P(Collectives, SegmentedAllreduceReusesItsWindowWithoutMixingSegments) {
 TEST_P(Collectives, AllreduceHandsPartsToThePeersRecv) {
   const int p = comm_.size(), me = comm_.rank();
   const int32_t ranks = p * (p + 1) / 2;
+  auto want = [&](size_t i, int call) {
+    return static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * ranks;
+  };
   for (const size_t count : {size_t{1} << 16, size_t{1} << 20}) {
     auto [a, b] = buffers(count * 4);
-    std::vector<int32_t> c(count);
+    std::vector<int32_t> c(count), d(count);
+    int32_t* const recvs[] = {b, c.data(), a, d.data()};  // call 2 in place
     for (int call = 0; call < 4; ++call) {
-      const bool in_place = call == 2;
-      int32_t* recv = in_place ? a : call % 2 == 0 ? b : c.data();
+      int32_t* recv = recvs[call];
       for (size_t i = 0; i < count; ++i)
         a[i] = static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * (me + 1);
-      std::fill(recv == a ? b : recv, (recv == a ? b : recv) + count, -1);
+      if (recv != a) std::fill(recv, recv + count, -1);
       if (me == call % p) std::this_thread::sleep_for(std::chrono::milliseconds(2));
       comm_.allreduce(a, recv, count, DType::kI32, ReduceOp::kSum, "twophase");
       size_t wrong = 0, first_wrong = count;
       for (size_t i = 0; i < count; ++i) {
-        const int32_t want =
-            static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * ranks;
-        if (recv[i] != want && wrong++ == 0) first_wrong = i;
+        if (recv[i] != want(i, call) && wrong++ == 0) first_wrong = i;
       }
-      EXPECT_EQ(wrong, 0u) << count << " elements, call " << call << (in_place ? " (in place)" : "")
-                           << ": first wrong element " << first_wrong;
+      EXPECT_EQ(wrong, 0u) << count << " elements, call " << call
+                           << (call == 2 ? " (in place)" : "") << ": first wrong element "
+                           << first_wrong;
     }
+    // A later call's parts went to its own recv, not to an earlier call's.
+    size_t changed = 0;
+    for (size_t i = 0; i < count; ++i)
+      changed += c[i] != want(i, 1) ? 1 : 0;
+    EXPECT_EQ(changed, 0u) << count << " elements: call 1's recv changed by a later call";
   }
 }
 
