@@ -81,7 +81,7 @@ case "$job" in
   tsan)
     # TSan's shadow cannot live under the cap either; the library-mode chaos cases (a member
     # absent from a collective) run no host-side thread TSan is here for (ASan runs them).
-    exclude='^chaos\.((staging|alloc|arena)_oom|(split|peer|register|registered)_absent)'
+    exclude='^chaos\.((staging|alloc|arena)_oom|(split|peer|hand_off|register|registered)_absent)'
     tests='^(unit|runtime\.np[23]|runtime\.args|runtime\.scenarios|runtime\.late_registration|runtime\.host_buffer|runtime\.sub_group|runtime\.async_run|runtime\.domain_buffer|domains\.scenarios|progress_thread\.np2|chaos\.)'
     ;;
 esac
