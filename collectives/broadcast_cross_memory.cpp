@@ -43,15 +43,6 @@ size_t root_share_at(size_t bytes, int members) {
   return bytes - bytes / static_cast<size_t>(members);
 }
 
-template <typename T>
-T read_record(CollContext& c, int member, size_t offset) {
-  T record;
-  const std::byte* at =
-      c.read(member, offset, sizeof record, reinterpret_cast<std::byte*>(&record));
-  if (at != reinterpret_cast<const std::byte*>(&record)) std::memcpy(&record, at, sizeof record);
-  return record;
-}
-
 // The root. `from`: its caller's buffer, or this window where the message was staged whole.
 CollTask root_side(CollContext& c, size_t buffer, size_t bytes, const std::byte* from,
                    bool staged_whole) {
@@ -62,10 +53,8 @@ CollTask root_side(CollContext& c, size_t buffer, size_t bytes, const std::byte*
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
     co_await c.await(p, kReady);
-    peers[p] = read_record<PeerHeader>(c, p, buffer);
-    // Only the process the team knows as that peer (same host, same pid namespace).
-    crosses[p] = peers[p].can_read == 1 && peers[p].pid != 0 &&
-                 peers[p].pid == c.team().process_of(p) &&
+    peers[p] = c.read_record<PeerHeader>(p, buffer);
+    crosses[p] = peers[p].can_read == 1 && c.is_process_of(p, peers[p].pid) &&
                  writes_reach(peers[p].pid, peers[p].recv + share_at, from + share_at);
     anyone_fetches = anyone_fetches || crosses[p] == 0;
     const RootReply reply{this_process(), reinterpret_cast<uint64_t>(from),

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -101,6 +102,21 @@ class CollContext {
   // `bytes` of `peer`'s window at `offset`: a direct pointer where mapped, otherwise fetched
   // into `fallback` (which must hold `bytes`) and completed before returning.
   const std::byte* read(int peer, size_t offset, size_t bytes, std::byte* fallback);
+  // A small record `peer` wrote into its window at `offset` (a trivially copyable struct).
+  template <typename Record>
+  Record read_record(int peer, size_t offset) {
+    Record record;
+    const std::byte* at = read(peer, offset, sizeof record, reinterpret_cast<std::byte*>(&record));
+    if (at != reinterpret_cast<const std::byte*>(&record)) std::memcpy(&record, at, sizeof record);
+    return record;
+  }
+  // Whether `pid`, which `peer` published in its window, is the process the team knows as that
+  // peer (mapped through its shared pages: same host, same pid namespace). Cross-memory writes
+  // (process_memory.h) go only there: a record from a member that runs another call, or one
+  // withdrawn (0), is not trusted.
+  bool is_process_of(int peer, int64_t pid) const {
+    return pid != 0 && pid == team_.process_of(peer);
+  }
   // Copies `bytes` of `peer`'s window at `offset` into local memory `dst`; complete after
   // complete_fetches().
   void fetch(int peer, size_t offset, void* dst, size_t bytes);

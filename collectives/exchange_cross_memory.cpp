@@ -60,13 +60,9 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
     co_await c.await(p, kReady);
-    Header peer;
-    const std::byte* at = c.read(p, header_at(p), sizeof peer, reinterpret_cast<std::byte*>(&peer));
-    if (at != reinterpret_cast<const std::byte*>(&peer)) std::memcpy(&peer, at, sizeof peer);
+    const Header peer = c.read_record<Header>(p, header_at(p));
     const size_t to = static_cast<size_t>(me) * block;
-    // Only into the process the team knows as that peer (same host, same pid namespace).
-    const bool written = peer.in_place_all_to_all == 0 && peer.pid != 0 &&
-                         peer.pid == c.team().process_of(p) &&
+    const bool written = peer.in_place_all_to_all == 0 && c.is_process_of(p, peer.pid) &&
                          write_process_memory(peer.pid, peer.recv + to, block_for(p), block);
     if (!written) {  // into its window at my block, and my word in its header says so
       c.team().put(p, region + to, block_for(p), block);

@@ -1,6 +1,7 @@
 // PartHandOff (see part_hand_off.h).
 #include "collectives/part_hand_off.h"
 
+#include <cstddef>
 #include <cstring>
 
 #include "collectives/process_memory.h"
@@ -33,27 +34,17 @@ size_t PartHandOff::header_at(int member) const {
   return a_.src + partition(segment_, c_.size(), member).begin * a_.reducer->elem_size;
 }
 
-PartHandOff::Header PartHandOff::header_of(int member) {
-  Header h;
-  const std::byte* at =
-      c_.read(member, header_at(member), sizeof h, reinterpret_cast<std::byte*>(&h));
-  if (at != reinterpret_cast<const std::byte*>(&h)) std::memcpy(&h, at, sizeof h);
-  return h;
-}
-
 void PartHandOff::learn_peers() {
   peers_.resize(static_cast<size_t>(c_.size()));
   for (int d = 1; d < c_.size(); ++d)
-    peers_[c_.peer(d)] = header_of(c_.peer(d));
+    peers_[c_.peer(d)] = c_.read_record<Header>(c_.peer(d), header_at(c_.peer(d)));
 }
 
 bool PartHandOff::write_to_every_peer(const std::byte* part, size_t bytes, size_t at_in_message) {
   for (int d = 1; d < c_.size(); ++d) {
     const int p = c_.peer(d);
     const Header& peer = peers_[p];
-    // Only into the process the team knows as that peer (mapped through its shared pages: same
-    // host, same pid namespace): a header from a member that runs another call is not trusted.
-    if (peer.pid == 0 || peer.pid != c_.team().process_of(p) ||
+    if (!c_.is_process_of(p, peer.pid) ||
         !write_process_memory(peer.pid, peer.recv + at_in_message, part, bytes)) {
       return false;
     }
@@ -72,16 +63,16 @@ void PartHandOff::give(const AllreduceArgs& s, size_t index) {
   for (int d = 1; d < c_.size(); ++d)
     c_.team().put(c_.peer(d), s.dst + mine.begin * es, part, bytes);
   c_.complete_fetches();
-  Header h = header_of(c_.rank());
-  h.left_after = index + 1;
-  std::memcpy(c_.local(header_at(c_.rank())), &h, sizeof h);
+  const uint64_t left_after = index + 1;
+  std::memcpy(c_.local(header_at(c_.rank())) + offsetof(Header, left_after), &left_after,
+              sizeof left_after);
 }
 
 void PartHandOff::take(const AllreduceArgs& s, size_t index) {
   const size_t es = a_.reducer->elem_size;
   for (int d = 1; d < c_.size(); ++d) {
     const int p = c_.peer(d);
-    if (header_of(p).left_after != index + 1) continue;
+    if (c_.read_record<Header>(p, header_at(p)).left_after != index + 1) continue;
     const Segment part = partition(s.count, c_.size(), p);
     std::memcpy(s.dst_ptr + part.begin * es, c_.local(s.dst + part.begin * es), part.count * es);
   }

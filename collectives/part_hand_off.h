@@ -49,7 +49,6 @@ class PartHandOff {
     uint64_t left_after = 0;  // index + 1 of the last segment whose part went to the windows
   };
   size_t header_at(int member) const;
-  Header header_of(int member);
   bool write_to_every_peer(const std::byte* part, size_t bytes, size_t at_in_message);
 
   CollContext& c_;

@@ -32,7 +32,9 @@ KernelHandle g_add;   // inout f32 += scalar 0
 KernelHandle g_copy;  // out = in (f32)
 SubHandle g_gate;     // waits (up to 20 s) until g_gate_open, then out[0] = 1
 SubHandle g_count;    // ++g_counted
+SubHandle g_hold;     // waits (up to 20 s) until g_hold_open, then out[0] = 1
 std::atomic<bool> g_gate_open{false};
+std::atomic<bool> g_hold_open{false};
 std::atomic<int> g_counted{0};
 
 void add(TaskContext& t) {
@@ -47,14 +49,22 @@ void copy(TaskContext& t) {
   std::copy(in.begin(), in.end(), out.begin());
 }
 
-void gate(TaskContext& t) {
+void wait_until_open(TaskContext& t, const std::atomic<bool>& open, const char* what) {
   const auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (!g_gate_open.load()) {
+  while (!open.load()) {
     if (std::chrono::steady_clock::now() > deadline)
-      throw std::runtime_error("the gate never opened");
+      throw std::runtime_error(std::string("the ") + what + " never opened");
     std::this_thread::sleep_for(1ms);
   }
   t.output<float>(0)[0] = 1;
+}
+
+void gate(TaskContext& t) {
+  wait_until_open(t, g_gate_open, "gate");
+}
+
+void hold(TaskContext& t) {
+  wait_until_open(t, g_hold_open, "hold");
 }
 
 void count(TaskContext&) {
@@ -92,19 +102,23 @@ TEST(AsyncRun, TheNextBodyRunsWhileTheRunBeforeExecutes) {
   }
 }
 
-// With the default depth of 2, a third submission ends the oldest run before its body runs.
+// With the default depth of 2, a third submission ends the oldest run before its body runs,
+// and only the oldest: the second run is held until the third body lets it go (were the third
+// submission to wait for both, the hold would never open and the second run would fail).
 TEST(AsyncRun, ASubmissionBeyondTheDepthWaitsForTheOldestBeforeItsBody) {
   g_gate_open = false;
+  g_hold_open = false;
   bool first_done_in_third_body = false, second_done_in_third_body = true;
   RunHandle first = g_worker->submit(
       [&](Orchestrator& orch) { orch.submit_sub(g_gate, {out(orch.host_tensor<float>({1}))}); });
   RunHandle second = g_worker->submit([&](Orchestrator& orch) {
     g_gate_open = true;
-    orch.submit_sub(g_gate, {out(orch.host_tensor<float>({1}))});
+    orch.submit_sub(g_hold, {out(orch.host_tensor<float>({1}))});
   });
   RunHandle third = g_worker->submit([&](Orchestrator&) {
     first_done_in_third_body = first.done();
     second_done_in_third_body = second.done();
+    g_hold_open = true;
   });
   third.wait();
   EXPECT_TRUE(first.done() && second.done() && third.done());
@@ -387,5 +401,6 @@ int main(int argc, char** argv) {
   g_copy = worker.register_kernel("copy", copy);
   g_gate = worker.register_sub("gate", gate);
   g_count = worker.register_sub("count", count);
+  g_hold = worker.register_sub("hold", hold);
   return run_all_tests_on(worker) == 0 ? 0 : 1;
 }
