@@ -1,7 +1,6 @@
 // PartHandOff (see part_hand_off.h).
 #include "collectives/part_hand_off.h"
 
-#include <cstddef>
 #include <cstring>
 
 #include "collectives/process_memory.h"
@@ -21,13 +20,16 @@ bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segm
   const size_t smallest_part = segment / static_cast<size_t>(c.size());
   return a.src_ptr != nullptr && a.dst_ptr != nullptr && segment > 0 && a.count % segment == 0 &&
          a.count * a.reducer->elem_size >= kHandOffFrom &&
-         smallest_part * a.reducer->elem_size >= sizeof(Header);
+         smallest_part * a.reducer->elem_size >= header_bytes(c.size());
 }
 
 PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment)
     : c_(c), a_(a), segment_(segment), published_(c.local(header_at(c.rank()))) {
-  const Header mine{this_process(), reinterpret_cast<uint64_t>(a.dst_ptr), 0};
-  std::memcpy(c_.local(header_at(c_.rank())), &mine, sizeof mine);
+  const Header mine{this_process(), reinterpret_cast<uint64_t>(a.dst_ptr)};
+  std::byte* header = c_.local(header_at(c_.rank()));
+  std::memcpy(header, &mine, sizeof mine);
+  // The writers' words, cleared before anyone may put into them (after the first kReady).
+  std::memset(header + sizeof mine, 0, header_bytes(c_.size()) - sizeof mine);
 }
 
 size_t PartHandOff::header_at(int member) const {
@@ -40,16 +42,11 @@ void PartHandOff::learn_peers() {
     peers_[c_.peer(d)] = c_.read_record<Header>(c_.peer(d), header_at(c_.peer(d)));
 }
 
-bool PartHandOff::write_to_every_peer(const std::byte* part, size_t bytes, size_t at_in_message) {
-  for (int d = 1; d < c_.size(); ++d) {
-    const int p = c_.peer(d);
-    const Header& peer = peers_[p];
-    if (!c_.is_process_of(p, peer.pid) ||
-        !write_process_memory(peer.pid, peer.recv + at_in_message, part, bytes)) {
-      return false;
-    }
-  }
-  return true;
+bool PartHandOff::write_into_recv(int peer, const std::byte* part, size_t bytes,
+                                  size_t at_in_message) {
+  const Header& header = peers_[peer];
+  return c_.is_process_of(peer, header.pid) &&
+         write_process_memory(header.pid, header.recv + at_in_message, part, bytes);
 }
 
 void PartHandOff::give(const AllreduceArgs& s, size_t index) {
@@ -57,22 +54,27 @@ void PartHandOff::give(const AllreduceArgs& s, size_t index) {
   const Segment mine = partition(s.count, c_.size(), c_.rank());
   const size_t bytes = mine.count * es;
   const std::byte* part = s.dst_ptr + mine.begin * es;
-  if (write_to_every_peer(part, bytes, (index * segment_ + mine.begin) * es)) return;
-  // Into every peer's window at this part (the peer has read what it staged there: this member
-  // reduced it), whether or not some peers got it already.
-  for (int d = 1; d < c_.size(); ++d)
-    c_.team().put(c_.peer(d), s.dst + mine.begin * es, part, bytes);
-  c_.complete_fetches();
-  const uint64_t left_after = index + 1;
-  std::memcpy(c_.local(header_at(c_.rank())) + offsetof(Header, left_after), &left_after,
-              sizeof left_after);
+  const uint64_t left = index + 1;  // put from here: alive until complete_fetches()
+  bool put_any = false;
+  for (int d = 1; d < c_.size(); ++d) {
+    const int p = c_.peer(d);
+    if (write_into_recv(p, part, bytes, (index * segment_ + mine.begin) * es)) continue;
+    // Into that peer's window at this part (the peer has read what it staged there: this member
+    // reduced it), and my word in its header says which segment it is.
+    c_.team().put(p, s.dst + mine.begin * es, part, bytes);
+    c_.team().put(p, left_word_at(p, c_.rank()), &left, sizeof left);
+    put_any = true;
+  }
+  if (put_any) c_.complete_fetches();
 }
 
 void PartHandOff::take(const AllreduceArgs& s, size_t index) {
   const size_t es = a_.reducer->elem_size;
   for (int d = 1; d < c_.size(); ++d) {
     const int p = c_.peer(d);
-    if (c_.read_record<Header>(p, header_at(p)).left_after != index + 1) continue;
+    uint64_t left = 0;
+    std::memcpy(&left, c_.local(left_word_at(c_.rank(), p)), sizeof left);
+    if (left != index + 1) continue;
     const Segment part = partition(s.count, c_.size(), p);
     std::memcpy(s.dst_ptr + part.begin * es, c_.local(s.dst + part.begin * es), part.count * es);
   }
