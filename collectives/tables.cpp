@@ -69,21 +69,22 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // Open MPI (the `mpi` entries) on plain buffers: on one host it copies a message once, through
 // CMA, where a staged path copies it into the window and the peers copy it out. On two members
 // it runs as a pairwise exchange that copies the own block while the transfer runs
-// (api/mpi_pairwise.h). allgather and all_to_all blocks from 16 MiB; at 16 KiB-8 MiB blocks the
-// `pipelined` entry wins, which on one host copies each block straight into the peers' recv
-// (exchange_cross_memory.cpp; 2026-12-03 late night: x1.24-1.33 of Open MPI at 16 KiB blocks
-// against x1.00-1.01 for its own transfer, x1.68-2.51 at 32-512 KiB, x1.03-1.59 to 8 MiB; at
-// 16-32 MiB blocks x0.95-0.96 against x1.00-1.05; three runs each; docs/performance.md);
+// (api/mpi_pairwise.h). allgather and all_to_all: the `pipelined` entry from 16 KiB blocks up,
+// which on one host copies each block straight into the peers' recv (exchange_cross_memory.cpp;
+// 2026-12-03 late night: x1.24-1.33 of Open MPI at 16 KiB blocks against x1.00-1.01 for its own
+// transfer, x1.68-2.51 at 32-512 KiB, x1.03-1.59 to 8 MiB). At 16-32 MiB blocks the two are
+// within a few percent and the machine decides: on the Intel Xeon of 2026-12-03 the kernel copy
+// read x0.95-0.96 against Open MPI's transfer's x1.00-1.05; on the AMD EPYC of 2026-12-04 (median
+// of 3 full sweeps, time relative to Open MPI's) 0.98 / 0.96 against 1.03 / 1.04 for allgather
+// and 0.92 / 0.95 against 1.00 / 1.08 for all_to_all, and the bench's rows x1.02-1.33 against
+// x0.89-1.00 for allgather. The sweep of 2026-12-04 holds (docs/performance.md).
 // broadcast at 16-32 KiB (from 64 KiB `direct` wins: on one host it copies straight between
 // the processes, the root's core writing a share while each peer reads the rest, x1.46-2.00 of
 // Open MPI, 2026-12-03 late night; at 32 KiB it measured x1.10 against x1.00, within the
 // sweep's tolerance, and a non-blocking call there then ran x0.51 of MPI_Ibcast against x0.69
 // pushed, so Open MPI's transfer, with the push for non-blocking calls, stays). Never for
 // allreduce and reduce_scatter, whose staged paths reduce while they copy.
-// (2026-12-03 sweeps; the one before, with Open MPI's collective behind a barrier, had the
-// staged allgather at 32-256 KiB blocks.)
-constexpr Ranges kOpenMpiExchange = kTwoMembers((8 << 20) + 1, SIZE_MAX);
-constexpr Ranges kPipelinedExchangePlain = kTwoMembers((8 << 10) + 1, 8 << 20);
+constexpr Ranges kPipelinedExchangePlain = kTwoMembers((8 << 10) + 1, SIZE_MAX);
 constexpr Ranges kOpenMpiBroadcast = kTwoMembers((8 << 10) + 1, 32 << 10);
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves.
@@ -190,7 +191,7 @@ constexpr AllgatherAlgorithm kAllgather[] = {
      true,
      kNoMessage,
      {},
-     kOpenMpiExchange,
+     {},
      true},
 };
 
@@ -322,7 +323,7 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
      true,
      kNoMessage,
      {},
-     kOpenMpiExchange,
+     {},
      true},
 };
 

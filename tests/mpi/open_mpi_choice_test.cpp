@@ -255,8 +255,9 @@ TEST(OpenMpiChoice, MemberThatNeverArrivesTimesOut) {
 }
 
 // Two members that pass different kinds of buffer choose different algorithms (symmetric
-// memory reads in place, plain memory runs Open MPI's point-to-point): neither hangs. The
-// member on plain memory ends in a Timeout that names its peer and says what went wrong.
+// memory runs rankflow's broadcast, plain memory Open MPI's point-to-point): neither hangs. The
+// member on plain memory, the root, ends in a Timeout that names its peer and says what went
+// wrong.
 TEST(OpenMpiChoice, MembersWithDifferentKindsOfBufferTimeOut) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   if (comm.size() != 2) {
@@ -264,29 +265,27 @@ TEST(OpenMpiChoice, MembersWithDifferentKindsOfBufferTimeOut) {
     GTEST_SKIP() << "Open MPI's point-to-point runs on two members";
   }
   comm.set_timeout(500ms);
-  // The smallest blocks Open MPI's runs on plain buffers (16 MiB since 2026-12-03 late night),
-  // read in place on symmetric ones.
-  const size_t count = open_mpi_size(coll::allgather_table(), 2) / sizeof(int32_t);
-  ASSERT_GT(count, 0u);
-  ASSERT_TRUE(
-      coll::allgather_table().builtin(count * 4, 2, true, coll::Buffers::kPlain, true).open_mpi);
-  ASSERT_FALSE(coll::allgather_table()
-                   .builtin(count * 4, 2, true, coll::Buffers::kSymmetric, true)
-                   .open_mpi);
-  SymmetricBuffer arena = comm.alloc(3 * count * sizeof(int32_t));
-  std::vector<int32_t> send(count, 1), recv(2 * count);
-  auto* symmetric = static_cast<int32_t*>(arena.data());
-  const bool plain = comm.rank() == 1;
+  // The smallest broadcast Open MPI's runs on plain buffers (16 KiB since 2026-12-03), which
+  // rankflow's own algorithm serves on symmetric ones.
+  const size_t bytes = open_mpi_size(coll::broadcast_table(), 2);
+  ASSERT_GT(bytes, 0u);
+  ASSERT_FALSE(
+      coll::broadcast_table().builtin(bytes, 2, true, coll::Buffers::kSymmetric, true).open_mpi);
+  const size_t count = bytes / sizeof(int32_t);
+  SymmetricBuffer arena = comm.alloc(bytes);
+  std::vector<int32_t> plain_buffer(count, 1);
+  const int root = 1;
+  const bool plain = comm.rank() == root;
   try {
     if (plain) {
-      comm.allgather(send.data(), recv.data(), count, DType::kI32);
+      comm.broadcast(plain_buffer.data(), count, DType::kI32, root);
     } else {
-      comm.allgather(symmetric, symmetric + count, count, DType::kI32);
+      comm.broadcast(arena.data(), count, DType::kI32, root);
     }
     ADD_FAILURE() << "members on different kinds of buffer must time out";
   } catch (const Timeout& e) {
     if (plain) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr("allgather(mpi): rank 1 of 2"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("broadcast(mpi): rank 1 of 2"));
       EXPECT_THAT(e.what(), ::testing::HasSubstr("for peer 0"));
       EXPECT_THAT(e.what(), ::testing::HasSubstr("chose another algorithm"));
     }
