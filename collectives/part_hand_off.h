@@ -5,7 +5,9 @@
 // just written. Where it cannot (a peer's window is not mapped, as between hosts; the kernel
 // refuses), it puts the part into that peer's window instead and says so in a word of the
 // peer's header, and the peer copies it out of its own window. Each peer is handled on its own:
-// with ranks on several hosts, the peers on this host still get the kernel copy.
+// with ranks on several hosts, the peers on this host still get the kernel copy (until the kernel
+// refuses a write once: this process then stops trying, for every peer, process_memory.h). A
+// process that does not use the kernel's copies publishes no process, so its peers put to it.
 //
 // What a member tells its peers sits in its own part of the first segment's staging region,
 // which it never stages into (so every segment must be the same length): its process and its

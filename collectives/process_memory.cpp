@@ -16,6 +16,7 @@ namespace {
 
 // Refused once: not tried again.
 std::atomic<bool> g_refused{false};
+std::atomic<uint64_t> g_writes{0};
 
 bool usable() {
   static const bool switched_on = env::cross_memory();  // checked when the Context started
@@ -42,11 +43,13 @@ bool move_all(int64_t pid, size_t bytes, Move&& move) {
 }  // namespace
 
 bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes) {
-  return move_all(pid, bytes, [&](pid_t to, size_t at, size_t left) {
+  const bool written = move_all(pid, bytes, [&](pid_t to, size_t at, size_t left) {
     iovec local{const_cast<std::byte*>(src + at), left};
     iovec remote{reinterpret_cast<void*>(address + at), left};
     return process_vm_writev(to, &local, 1, &remote, 1, 0);
   });
+  if (written) g_writes.fetch_add(1, std::memory_order_relaxed);
+  return written;
 }
 
 bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes) {
@@ -77,6 +80,10 @@ bool process_memory_usable() {
 
 int64_t this_process() {
   return static_cast<int64_t>(getpid());
+}
+
+uint64_t process_memory_writes() {
+  return g_writes.load(std::memory_order_relaxed);
 }
 
 }  // namespace rankflow::coll

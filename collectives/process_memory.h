@@ -33,6 +33,10 @@ bool process_memory_usable();
 // This process's id, as peers pass it to write_process_memory.
 int64_t this_process();
 
+// How many writes into another process this process has made so far (write_process_memory and
+// writes_reach calls that went through): for tests and diagnostics.
+uint64_t process_memory_writes();
+
 // The process id a collective published in its window for its peers to write into (an
 // int64_t at `at`), withdrawn (zeroed) when the call ends: by withdraw() once every peer is
 // done with it, or, where the call ends early (a Timeout destroys its frame), on destruction,

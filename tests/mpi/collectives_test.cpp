@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/communicator_internal.h"
+#include "collectives/process_memory.h"
 #include "collectives/reduce.h"
 #include "mpi_test_main.h"
 #include "rankflow/communicator.h"
@@ -381,6 +382,37 @@ TEST_P(Collectives, AllreduceHandsPartsToThePeersRecv) {
       changed += c[i] != want(i, 1) ? 1 : 0;
     EXPECT_EQ(changed, 0u) << count << " elements: call 1's recv changed by a later call";
   }
+}
+
+// The hand-off chooses per peer: a member that uses the kernel's copies writes its part into
+// the recv of every peer that does too (where the peers' memory is mapped: one host), and puts
+// it into the windows of the others. One 512 KiB call is one segment, so each member makes
+// exactly one kernel write per such peer (collectives.np3.mixed_cross_memory switches the
+// copies off on rank 1 alone; elsewhere every member has them, or, over TCP, none is mapped).
+TEST_P(Collectives, AllreduceHandOffWritesToEveryPeerItCanReach) {
+  const int p = comm_.size(), me = comm_.rank();
+  if (p < 2 || GetParam()) GTEST_SKIP() << "plain buffers, two members or more";
+  const int usable = coll::process_memory_usable() ? 1 : 0;
+  std::vector<int> usable_at(static_cast<size_t>(p));
+  MPI_Allgather(&usable, 1, MPI_INT, usable_at.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  int reachable = 0;
+  for (int q = 0; q < p; ++q)
+    reachable += q != me && usable_at[static_cast<size_t>(q)] ? 1 : 0;
+  const uint64_t expected = usable && api::maps_peers(comm_) ? static_cast<uint64_t>(reachable) : 0;
+  const size_t count = (512 << 10) / 4;
+  auto [a, b] = buffers(count * 4);
+  for (size_t i = 0; i < count; ++i)
+    a[i] = static_cast<int32_t>(i % 1000) * (me + 1);
+  const uint64_t before = coll::process_memory_writes();
+  comm_.allreduce(a, b, count, DType::kI32, ReduceOp::kSum, "twophase");
+  EXPECT_EQ(coll::process_memory_writes() - before, expected)
+      << "rank " << me << " (kernel copies " << (usable ? "on" : "off") << ", " << reachable
+      << " peers with them on)";
+  const int32_t ranks = p * (p + 1) / 2;
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i)
+    wrong += b[i] != static_cast<int32_t>(i % 1000) * ranks ? 1 : 0;
+  EXPECT_EQ(wrong, 0u);
 }
 
 // Consecutive staged calls of up to 512 KiB that fit in half of the staging buffers take the

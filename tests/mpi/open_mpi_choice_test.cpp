@@ -254,38 +254,41 @@ TEST(OpenMpiChoice, MemberThatNeverArrivesTimesOut) {
   comm.close();
 }
 
-// Two members that pass different kinds of buffer choose different algorithms (symmetric
-// memory runs rankflow's broadcast, plain memory Open MPI's point-to-point): neither hangs. The
-// member on plain memory, the root, ends in a Timeout that names its peer and says what went
-// wrong.
+// Two members that choose different algorithms (here: the member on plain memory runs Open
+// MPI's point-to-point, RANKFLOW_ALLGATHER=mpi on it alone; the other, on symmetric memory,
+// rankflow's own): neither hangs. The member on plain memory ends in a Timeout that names its
+// peer and says what went wrong. Each waits for a message the other never sends, whatever the
+// transport's eager limit.
 TEST(OpenMpiChoice, MembersWithDifferentKindsOfBufferTimeOut) {
+  int world = 0, rank = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  const bool plain = rank == 1;
+  if (plain) setenv("RANKFLOW_ALLGATHER", "mpi", 1);
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
-  if (comm.size() != 2) {
+  unsetenv("RANKFLOW_ALLGATHER");
+  if (world != 2) {
     comm.close();
     GTEST_SKIP() << "Open MPI's point-to-point runs on two members";
   }
   comm.set_timeout(500ms);
-  // The smallest broadcast Open MPI's runs on plain buffers (16 KiB since 2026-12-03), which
-  // rankflow's own algorithm serves on symmetric ones.
-  const size_t bytes = open_mpi_size(coll::broadcast_table(), 2);
-  ASSERT_GT(bytes, 0u);
-  ASSERT_FALSE(
-      coll::broadcast_table().builtin(bytes, 2, true, coll::Buffers::kSymmetric, true).open_mpi);
-  const size_t count = bytes / sizeof(int32_t);
-  SymmetricBuffer arena = comm.alloc(bytes);
-  std::vector<int32_t> plain_buffer(count, 1);
-  const int root = 1;
-  const bool plain = comm.rank() == root;
+  const size_t count = 4096;
+  ASSERT_FALSE(coll::allgather_table()
+                   .builtin(count * 4, 2, true, coll::Buffers::kSymmetric, true)
+                   .open_mpi);
+  SymmetricBuffer arena = comm.alloc(3 * count * sizeof(int32_t));
+  std::vector<int32_t> send(count, 1), recv(2 * count);
+  auto* symmetric = static_cast<int32_t*>(arena.data());
   try {
     if (plain) {
-      comm.broadcast(plain_buffer.data(), count, DType::kI32, root);
+      comm.allgather(send.data(), recv.data(), count, DType::kI32);
     } else {
-      comm.broadcast(arena.data(), count, DType::kI32, root);
+      comm.allgather(symmetric, symmetric + count, count, DType::kI32);
     }
-    ADD_FAILURE() << "members on different kinds of buffer must time out";
+    ADD_FAILURE() << "members on different algorithms must time out";
   } catch (const Timeout& e) {
     if (plain) {
-      EXPECT_THAT(e.what(), ::testing::HasSubstr("broadcast(mpi): rank 1 of 2"));
+      EXPECT_THAT(e.what(), ::testing::HasSubstr("allgather(mpi): rank 1 of 2"));
       EXPECT_THAT(e.what(), ::testing::HasSubstr("for peer 0"));
       EXPECT_THAT(e.what(), ::testing::HasSubstr("chose another algorithm"));
     }

@@ -241,8 +241,8 @@ TEST(TablesTest, WithoutOpenMpiItsRangesPushWhereTheMessageFits) {
   // From 16 KiB blocks up the pipelined entries, which on one host copy straight between the
   // processes, are chosen whether or not Open MPI's transfer may run (Open MPI's is never the
   // built-in choice for them since the sweep of 2026-12-04).
-  for (size_t bytes : {size_t{16} << 10, size_t{1} << 20, size_t{8} << 20, size_t{16} << 20,
-                       size_t{64} << 20}) {
+  for (size_t bytes :
+       {size_t{16} << 10, size_t{1} << 20, size_t{8} << 20, size_t{16} << 20, size_t{64} << 20}) {
     SCOPED_TRACE(bytes);
     for (bool open_mpi : {true, false}) {
       EXPECT_EQ(allgather_table().builtin(bytes, 2, true, Buffers::kPlain, open_mpi).name,
