@@ -50,8 +50,7 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
   const int me = c.rank();
   auto block_for = [&](int p) { return per_peer ? send + static_cast<size_t>(p) * block : send; };
   auto header_at = [&](int member) { return region + static_cast<size_t>(member) * block; };
-  // A process that will not use the kernel's copies publishes none: its peers put to it too.
-  const Header mine{process_memory_usable() ? this_process() : 0, reinterpret_cast<uint64_t>(out),
+  const Header mine{published_process(), reinterpret_cast<uint64_t>(out),
                     per_peer && send == out ? 1u : 0u, next_sequence()};
   std::memcpy(c.local(header_at(me)), &mine, sizeof mine);
   // The writers' words, cleared before anyone may write them (after this kReady).

@@ -25,10 +25,7 @@ bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segm
 
 PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment)
     : c_(c), a_(a), segment_(segment), published_(c.local(header_at(c.rank()))) {
-  // A process that will not use the kernel's copies publishes no process: its peers then put
-  // into its window, as it puts into theirs.
-  const Header mine{process_memory_usable() ? this_process() : 0,
-                    reinterpret_cast<uint64_t>(a.dst_ptr)};
+  const Header mine{published_process(), reinterpret_cast<uint64_t>(a.dst_ptr)};
   std::byte* header = c_.local(header_at(c_.rank()));
   std::memcpy(header, &mine, sizeof mine);
   // The writers' words, cleared before anyone may put into them (after the first kReady).

@@ -82,6 +82,10 @@ int64_t this_process() {
   return static_cast<int64_t>(getpid());
 }
 
+int64_t published_process() {
+  return usable() ? this_process() : 0;
+}
+
 uint64_t process_memory_writes() {
   return g_writes.load(std::memory_order_relaxed);
 }

@@ -32,6 +32,9 @@ bool process_memory_usable();
 
 // This process's id, as peers pass it to write_process_memory.
 int64_t this_process();
+// What a collective publishes for its peers to write into: this_process(), or 0 (no process:
+// peers put into its window instead) where this process does not use the kernel's copies.
+int64_t published_process();
 
 // How many writes into another process this process has made so far (write_process_memory and
 // writes_reach calls that went through): for tests and diagnostics.
