@@ -122,8 +122,13 @@ class Team {
 
   // Waits until `done()` holds, progressing the transport and backing off like every other
   // wait; after `timeout` (zero: timeout()) throws Timeout with the text `describe()` returns.
-  void wait_until(const std::function<bool()>& done, const std::function<std::string()>& describe,
-                  std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero()) const;
+  // Any callables (lambdas, std::function): they are only referred to, never copied, so a
+  // wait allocates nothing whatever its lambdas capture.
+  template <typename Done, typename Describe>
+  void wait_until(Done&& done, Describe&& describe,
+                  std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero()) const {
+    wait_until_calls(CallRef<bool>(done), CallRef<std::string>(describe), timeout);
+  }
 
   // Advances the transport once. Loops that poll several conditions themselves call it, so that
   // transfers from peers reached through UCX (not mapped) keep landing.
@@ -142,6 +147,24 @@ class Team {
   void close();
 
  private:
+  // A reference to a callable taking no arguments and returning R: two words, no allocation
+  // (std::function copies a lambda that captures more than two pointers to the heap).
+  template <typename R>
+  class CallRef {
+   public:
+    template <typename F>
+    explicit CallRef(F& callable)
+        : object_(const_cast<void*>(static_cast<const void*>(&callable))),
+          call_([](void* object) -> R { return (*static_cast<F*>(object))(); }) {}
+    R operator()() const { return call_(object_); }
+
+   private:
+    void* object_;
+    R (*call_)(void*);
+  };
+  void wait_until_calls(CallRef<bool> done, CallRef<std::string> describe,
+                        std::chrono::nanoseconds timeout) const;
+
   friend class transport::TeamState;
   std::shared_ptr<transport::TeamState> state_;
 };

@@ -20,6 +20,7 @@
 #include "api/buffer_placement.h"
 #include "api/mpi_pairwise.h"
 #include "api/registrations.h"
+#include "collectives/choice_memo.h"
 #include "collectives/collective.h"
 #include "collectives/registry.h"
 #include "common/log.h"
@@ -345,10 +346,16 @@ class CommunicatorImpl {
                                       size_t bytes, coll::Buffers buffers,
                                       bool open_mpi = false) const {
     live();
-    const auto& chosen =
-        table.choose(bytes, size_, placement_->staging().has_inbox(), rules, buffers, open_mpi);
-    if (log_choices_) table.log_choice(bytes, size_, rules, chosen);
-    return chosen;
+    const bool has_inbox = placement_->staging().has_inbox();
+    auto choose = [&]() -> const coll::Algorithm<Args>& {
+      return table.choose(bytes, size_, has_inbox, rules, buffers, open_mpi);
+    };
+    if (log_choices_) {
+      const auto& chosen = choose();
+      table.log_choice(bytes, size_, rules, chosen);
+      return chosen;
+    }
+    return choices_.find_or_choose(table, bytes, buffers, open_mpi, has_inbox, choose);
   }
   const coll::Overrides& overrides() const { return overrides_; }
 
@@ -357,7 +364,8 @@ class CommunicatorImpl {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
   }
 
-  coll::Overrides overrides_;  // RANKFLOW_ALLREDUCE and the others, read when created
+  coll::Overrides overrides_;         // RANKFLOW_ALLREDUCE and the others, read when created
+  mutable coll::ChoiceMemo choices_;  // what select() chose, by table, size and buffers
   bool log_choices_ = log::enabled(env::LogLevel::kDebug);
   std::shared_ptr<transport::Context> context_;
   MPI_Comm comm_ = MPI_COMM_NULL;

@@ -253,9 +253,8 @@ void Team::progress() const {
   state_->window->context().progress();
 }
 
-void Team::wait_until(const std::function<bool()>& done,
-                      const std::function<std::string()>& describe,
-                      std::chrono::nanoseconds timeout) const {
+void Team::wait_until_calls(CallRef<bool> done, CallRef<std::string> describe,
+                            std::chrono::nanoseconds timeout) const {
   transport::Context& context = state_->window->context();
   const auto limit = timeout.count() > 0 ? timeout : state_->timeout;
   // As Window::wait: fully mapped windows need UCX progress only now and then.
