@@ -64,7 +64,7 @@ bool onephase_pushes(const CollContext& c, size_t bytes) {
   return c.has_inbox() && c.size() > 1 && bytes <= c.inbox().payload_bytes();
 }
 
-CollTask allreduce_onephase(CollContext& c, AllreduceArgs a) {
+CollTask allreduce_onephase(CollContext& c, const AllreduceArgs& a) {
   const size_t bytes = a.count * a.reducer->elem_size;
   const std::byte* src = a.src_ptr ? a.src_ptr : c.local(a.src);
   std::byte* dst = a.dst_ptr ? a.dst_ptr : c.local(a.dst);

@@ -27,9 +27,10 @@ struct AllreduceArgs {
 // message, one round, any local memory for src and dst).
 bool onephase_pushes(const CollContext& c, size_t bytes);
 
-// Allreduce algorithms (one file each).
-// Arguments are taken by value: they live in the coroutine frame while the task is suspended.
-CollTask allreduce_onephase(CollContext& c, AllreduceArgs a);
+// Allreduce algorithms (one file each). The coroutines take their arguments by value: they live
+// in the coroutine frame while the task is suspended. onephase is not one (it returns the pushed
+// or the in-place task), so it takes a reference: a small pushed call copies nothing on the way.
+CollTask allreduce_onephase(CollContext& c, const AllreduceArgs& a);
 CollTask allreduce_twophase(CollContext& c, AllreduceArgs a);
 CollTask allreduce_ring(CollContext& c, AllreduceArgs a);
 CollTask allreduce_bidirectional_ring(CollContext& c, AllreduceArgs a);

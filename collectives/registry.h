@@ -62,23 +62,14 @@ struct Ranges {
 // the same kind, as symmetric memory requires, so a choice by kind stays in step.
 enum class Buffers : uint8_t { kSymmetric, kPlain };
 
-// How an entry's run takes its arguments: the allreduce algorithms take AllreduceArgs by value
-// themselves (collective.h); the others' adaptors (tables.cpp) take a reference, so that the
-// struct is not copied on the way (a copy costs a store-forwarding stall on every call).
-template <typename Args>
-struct RunParam {
-  using type = const Args&;
-};
-template <>
-struct RunParam<AllreduceArgs> {
-  using type = AllreduceArgs;
-};
-
 // One entry of a table: the algorithm and what it can do, so callers choose by capability.
 template <typename Args>
 struct Algorithm {
   std::string_view name;
-  CollTask (*run)(CollContext&, typename RunParam<Args>::type);
+  // Takes the arguments by reference, so that the struct is not copied on the way (a copy of a
+  // struct just built costs a store-forwarding stall on every call); the coroutines' adaptors
+  // (tables.cpp) copy it once, into the frame.
+  CollTask (*run)(CollContext&, const Args&);
   std::string_view summary;
   const char* label;  // "<collective>(<name>)", as diagnostics name it
   Ranges serves;      // the messages it is correct for; never run outside them

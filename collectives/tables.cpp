@@ -2,10 +2,11 @@
 // algorithm, each stating the messages it serves, where it is the built-in choice, where it
 // pushes straight from and into the caller's memory, and whether it writes the destination or
 // stages the source itself. The entries call the algorithms declared in collective.h through
-// small adaptors that take one argument struct per collective (by reference, see RunParam). The
-// limits restate the algorithms' own predicates (onephase_pushes, pushes_blocks, broadcast_streams,
-// broadcast_pushes); tests/mpi/algorithm_override_test.cpp checks that they agree. The `mpi`
-// entries have no run: the library-mode communicator runs Open MPI's collective for them.
+// small adaptors that take one argument struct per collective (by reference, see Algorithm::run).
+// The limits restate the algorithms' own predicates (onephase_pushes, pushes_blocks,
+// broadcast_streams, broadcast_pushes); tests/mpi/algorithm_override_test.cpp checks that they
+// agree. The `mpi` entries have no run: the library-mode communicator runs Open MPI's collective
+// for them.
 #include "collectives/registry.h"
 
 namespace rankflow::coll {
@@ -87,7 +88,21 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 constexpr Ranges kPipelinedExchangePlain = kTwoMembers((8 << 10) + 1, SIZE_MAX);
 constexpr Ranges kOpenMpiBroadcast = kTwoMembers((8 << 10) + 1, 32 << 10);
 
-// ---- allreduce: the algorithms take AllreduceArgs themselves.
+// ---- allreduce: the algorithms take AllreduceArgs themselves; the coroutines' adaptors copy
+// them into the frame.
+
+CollTask allreduce_twophase_entry(CollContext& c, const AllreduceArgs& a) {
+  return allreduce_twophase(c, a);
+}
+CollTask allreduce_ring_entry(CollContext& c, const AllreduceArgs& a) {
+  return allreduce_ring(c, a);
+}
+CollTask allreduce_bidirectional_ring_entry(CollContext& c, const AllreduceArgs& a) {
+  return allreduce_bidirectional_ring(c, a);
+}
+CollTask allreduce_ibing_entry(CollContext& c, const AllreduceArgs& a) {
+  return allreduce_ibing(c, a);
+}
 
 //  name, run, summary, label, serves, preferred, pushes, writes_dst, stages_src,
 //  streams_staged, measured_symmetric, measured_plain
@@ -104,11 +119,11 @@ constexpr AllreduceAlgorithm kAllreduce[] = {
      kNoMessage,
      {},
      kOnephasePlain},
-    {"twophase", &allreduce_twophase, "reduce-scatter then allgather over the mesh",
+    {"twophase", &allreduce_twophase_entry, "reduce-scatter then allgather over the mesh",
      "allreduce(twophase)", kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage,
      kTwophaseSymmetric},
     {"ring",
-     &allreduce_ring,
+     &allreduce_ring_entry,
      "reduce-scatter and allgather around one ring",
      "allreduce(ring)",
      kAnyMessage,
@@ -119,10 +134,11 @@ constexpr AllreduceAlgorithm kAllreduce[] = {
      kNoMessage,
      {},
      {}},
-    {"bidirectional_ring", &allreduce_bidirectional_ring, "two half-rings, opposite directions",
-     "allreduce(bidirectional_ring)", kAnyMessage, kNoMessage, kNoMessage, false, false},
-    {"ibing", &allreduce_ibing, "interleaved bidirectional ring (Zong et al.)", "allreduce(ibing)",
-     kAnyMessage, kNoMessage, kNoMessage, false, false},
+    {"bidirectional_ring", &allreduce_bidirectional_ring_entry,
+     "two half-rings, opposite directions", "allreduce(bidirectional_ring)", kAnyMessage,
+     kNoMessage, kNoMessage, false, false},
+    {"ibing", &allreduce_ibing_entry, "interleaved bidirectional ring (Zong et al.)",
+     "allreduce(ibing)", kAnyMessage, kNoMessage, kNoMessage, false, false},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Allreduce on the communicator (blocking calls)",
