@@ -187,8 +187,9 @@ void AlgorithmTable<Args>::log_choice(size_t bytes, int members, const Rules& ru
 template <typename Args>
 const Algorithm<Args>& AlgorithmTable<Args>::select(size_t bytes, int members, bool has_inbox,
                                                     const Rules& rules, Buffers buffers,
-                                                    bool open_mpi_allowed) const {
-  const Entry& chosen = choose(bytes, members, has_inbox, rules, buffers, open_mpi_allowed);
+                                                    bool open_mpi_allowed, Measured machine) const {
+  const Entry& chosen =
+      choose(bytes, members, has_inbox, rules, buffers, open_mpi_allowed, machine);
   if (log::enabled(env::LogLevel::kDebug)) log_choice(bytes, members, rules, chosen);
   return chosen;
 }

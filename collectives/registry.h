@@ -145,6 +145,16 @@ struct SizeRule {
   const Algorithm<Args>* algorithm;
 };
 
+// One choice of a machine profile (machine_profile.h), resolved to its table's entry: the
+// messages of `limits` on `buffers` were measured fastest with `algorithm` on that machine. It
+// counts as a measured range, before the table's own.
+template <typename Args>
+struct MeasuredRule {
+  Limits limits;
+  Buffers buffers;
+  const Algorithm<Args>* algorithm;
+};
+
 // Parses "name" or "name:lo-hi;name:lo-hi" (sizes in bytes with optional k, m, g suffixes,
 // powers of 1024, and "inf") into ranges over `names`. Throws InvalidArgument naming `variable`,
 // the bad part and, for an unknown name, the valid names.
@@ -162,6 +172,7 @@ class AlgorithmTable {
  public:
   using Entry = Algorithm<Args>;
   using Rules = std::vector<SizeRule<Args>>;
+  using Measured = std::span<const MeasuredRule<Args>>;
 
   constexpr AlgorithmTable(const char* collective, const char* variable,
                            std::span<const Entry> algorithms)
@@ -174,8 +185,10 @@ class AlgorithmTable {
 
   // Throws InvalidArgument listing the valid names.
   const Entry& find(std::string_view name) const;
-  // The built-in choice: the first entry whose measured range for `buffers` holds the message,
-  // else the first entry whose `preferred` does. Entries that run Open MPI's collective
+  // The built-in choice: the first of the machine's measured rules (`machine`, from the profile
+  // its members agreed on) that holds the message and whose algorithm serves it, else the first
+  // entry whose measured range for `buffers` holds the message, else the first entry whose
+  // `preferred` does. Entries that run Open MPI's collective
   // (open_mpi) only with `open_mpi_allowed`: blocking library-mode calls whose arguments MPI
   // takes (api/mpi_collectives.h); the collectives in the DAG runtime never pass it. Where Open
   // MPI measured fastest but may not run (a non-blocking call, a domain's communicator), an
@@ -183,8 +196,16 @@ class AlgorithmTable {
   // copy (a non-blocking broadcast of 16 KiB on plain buffers x0.50 of MPI_Ibcast staged, x0.98
   // pushed).
   const Entry& builtin(size_t bytes, int members, bool has_inbox,
-                       Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false) const {
+                       Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false,
+                       Measured machine = {}) const {
     bool open_mpi_measured = false;
+    for (const MeasuredRule<Args>& rule : machine) {
+      if (rule.buffers != buffers || !rule.limits.holds(bytes, members, has_inbox) ||
+          !rule.algorithm->serves.holds(bytes, members, has_inbox))
+        continue;
+      if (open_mpi_allowed || !rule.algorithm->open_mpi) return *rule.algorithm;
+      open_mpi_measured = true;
+    }
     for (const Entry& a : algorithms_) {
       const Ranges& measured = buffers == Buffers::kPlain ? a.measured_plain : a.measured_symmetric;
       if (!measured.holds(bytes, members, has_inbox)) continue;
@@ -210,21 +231,23 @@ class AlgorithmTable {
   // The first rule whose range holds `bytes` and whose algorithm serves the message, else the
   // built-in choice. Inline and silent: communicators call it on every collective.
   const Entry& choose(size_t bytes, int members, bool has_inbox, const Rules& rules,
-                      Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false) const {
+                      Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false,
+                      Measured machine = {}) const {
     for (const SizeRule<Args>& rule : rules) {
       if (bytes >= rule.min_bytes && bytes < rule.max_bytes &&
           rule.algorithm->serves.holds(bytes, members, has_inbox) &&
           (open_mpi_allowed || !rule.algorithm->open_mpi))
         return *rule.algorithm;
     }
-    return builtin(bytes, members, has_inbox, buffers, open_mpi_allowed);
+    return builtin(bytes, members, has_inbox, buffers, open_mpi_allowed, machine);
   }
   // Logs at debug level the rules choose() skipped (their algorithms do not serve the message)
   // and `chosen`: "allgather of 64 bytes on 2 members: pushed".
   void log_choice(size_t bytes, int members, const Rules& rules, const Entry& chosen) const;
   // choose(), logged when RANKFLOW_LOG=debug.
   const Entry& select(size_t bytes, int members, bool has_inbox, const Rules& rules,
-                      Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false) const;
+                      Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false,
+                      Measured machine = {}) const;
 
  private:
   const char* collective_;

@@ -6,7 +6,7 @@ algorithm tables to (collectives/sweep_choices.txt).
     python3 scripts/sweep-choices.py [--build build] [--ranks 2] [--sweeps 3]
                                      [--tolerance 0.10] [--out collectives/sweep_choices.txt]
                                      [--collectives all_to_all,...] [--buffers user]
-                                     [--min-bytes 4] [--full]
+                                     [--min-bytes 4] [--full] [--machine amd-zen4]
 
 Each algorithm is forced with the collective's override variable (RANKFLOW_ALLGATHER=mesh, ...;
 allreduce with --algo), over 4 B to 64 MiB, `rankflow-bench --quick`, with the bench's own MPI
@@ -18,6 +18,10 @@ the fastest is recorded as
 acceptable too, since the machine's noise is larger than the gaps between them. An override
 for a size the algorithm does not serve falls back to the table's own choice, so only sizes an
 algorithm serves are compared (the serves limits below restate collectives/tables.cpp).
+
+With --machine NAME the sweep is that machine profile's (collectives/machine_profile.h): it goes
+to collectives/sweep_choices.NAME.txt, which the profile's choices are held to, and the tables'
+own file is left alone. Every file's header names the CPU each sweep ran on.
 """
 import argparse
 import datetime
@@ -42,6 +46,21 @@ ALGORITHMS = {
                    ("mpi", None, 0)],
 }
 BUFFERS = ["symmetric", "user"]
+
+
+def this_cpu():
+    """'model name (family F model M)' from /proc/cpuinfo, as cpuid reports it."""
+    fields = {}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if ":" in line:
+                    key, value = (part.strip() for part in line.split(":", 1))
+                    fields.setdefault(key, value)
+    except OSError:
+        return "an unknown CPU"
+    return (f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')} "
+            f"model {fields.get('model', '?')})")
 
 
 def run_bench(args, coll, algo, buffers):
@@ -86,10 +105,16 @@ def main():
     p.add_argument("--full", action="store_true",
                    help="the bench's full batches instead of --quick (steadier from 1 MiB, "
                    "slower)")
-    p.add_argument("--out", default="collectives/sweep_choices.txt")
+    p.add_argument("--machine", help="a machine profile's name: write its sweep file "
+                   "(collectives/sweep_choices.NAME.txt) instead of the tables'")
+    p.add_argument("--out", help="default: collectives/sweep_choices.txt, or the --machine "
+                   "profile's file")
     p.add_argument("--raw", help="also write every median here (collective buffers "
                    "algorithm bytes time-relative-to-Open-MPI)")
     args = p.parse_args()
+    if args.out is None:
+        args.out = (f"collectives/sweep_choices.{args.machine}.txt" if args.machine
+                    else "collectives/sweep_choices.txt")
 
     times = {}  # (coll, buffers, algo, bytes) -> [time / Open MPI's time, per sweep]
     phase = []  # MPI's 4 B time per run
@@ -138,7 +163,8 @@ def main():
                 fields = line.split()
                 rows[(fields[0], fields[1], int(fields[2]), int(fields[3]))] = line
     header.append(
-        f"# {datetime.date.today()}, {args.ranks} ranks, {swept}: median of {args.sweeps} "
+        f"# {datetime.date.today()}, {this_cpu()}, {args.ranks} ranks, {swept}: median of "
+        f"{args.sweeps} "
         f"sweeps ({method}), each time relative to Open MPI's in the same run, tolerance "
         f"{args.tolerance:.0%}, machine phase: " +
         (f"Open MPI's 4 B calls took {statistics.median(phase):.2f} us (median of the runs)."

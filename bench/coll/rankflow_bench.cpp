@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "bench/coll/bench_options.h"
+#include "collectives/machine_profile.h"
 #include "collectives/stage_copy.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
@@ -412,6 +413,10 @@ class Driver {
         "line, not timed), for rankflow and MPI alike\n",
         kFreshFrom);
     if (!o_.symmetric) std::printf("# Open MPI is timed on the same plain buffers as rankflow\n");
+    const std::string cpu = coll::describe(coll::this_cpu());
+    std::printf("# machine profile of the algorithm tables: %.*s (this CPU: %s)\n",
+                static_cast<int>(comm_.machine_profile().size()), comm_.machine_profile().data(),
+                cpu.c_str());
     std::printf(
         "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s\n",
         "collective", "algorithm", "size", "count", "type", "redop", "time", "algbw", "busbw",

@@ -120,6 +120,9 @@ class Communicator {
 
   int rank() const;
   int size() const;
+  // The machine profile the algorithm tables use here: "generic", or the one every member
+  // detected or was given with RANKFLOW_MACHINE (docs/collectives.md, "Machine profiles").
+  std::string_view machine_profile() const;
   // rankflow's duplicate, for the program's own MPI calls. rankflow runs Open MPI's own
   // collectives on it too (the tables' mpi entries), in the order of its calls, as MPI allows.
   MPI_Comm mpi_comm() const;

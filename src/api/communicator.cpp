@@ -35,6 +35,10 @@ size_t staged_collectives(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staged_count();
 }
 
+const coll::MachineRules& machine_rules(const Communicator& communicator) {
+  return CommunicatorImpl::of(communicator).machine();
+}
+
 size_t staging_bytes(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staging_bytes();
 }
@@ -60,6 +64,9 @@ int Communicator::rank() const {
 }
 int Communicator::size() const {
   return impl_->size();
+}
+std::string_view Communicator::machine_profile() const {
+  return coll::profile_name(impl_->machine().profile);
 }
 MPI_Comm Communicator::mpi_comm() const {
   return impl_->comm();

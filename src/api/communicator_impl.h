@@ -17,10 +17,10 @@
 #include <utility>
 #include <vector>
 
+#include "api/algorithm_choice.h"
 #include "api/buffer_placement.h"
 #include "api/mpi_pairwise.h"
 #include "api/registrations.h"
-#include "collectives/choice_memo.h"
 #include "collectives/collective.h"
 #include "collectives/registry.h"
 #include "common/log.h"
@@ -94,9 +94,9 @@ struct RequestState {
 
 class CommunicatorImpl {
  public:
-  // The overrides are read first: a bad value fails before anything collective is made.
-  explicit CommunicatorImpl(MPI_Comm comm)
-      : overrides_(coll::overrides_from_environment()), context_(transport::Context::acquire()) {
+  // The overrides and the machine profile are read first: a bad value fails before anything
+  // collective is made.
+  explicit CommunicatorImpl(MPI_Comm comm) : context_(transport::Context::acquire()) {
     if (comm == MPI_COMM_NULL) throw InvalidArgument("Communicator::from_mpi: MPI_COMM_NULL");
     int inter = 0;
     MPI_Comm_test_inter(comm, &inter);
@@ -107,6 +107,7 @@ class CommunicatorImpl {
     context_->mpi_wait(request, "Communicator::from_mpi (communicator duplication)");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    choice_.agree(comm_, *context_);
     placement_ = std::make_unique<api::BufferPlacement>(context_, comm_);
     registrations_ = std::make_unique<api::Registrations>(context_, comm_);
   }
@@ -296,7 +297,7 @@ class CommunicatorImpl {
       const coll::AllreduceAlgorithm& named = coll::allreduce_table().find(requested);
       if (!named.open_mpi || open_mpi) return named;  // else the table's choice without it
     }
-    return select(coll::allreduce_table(), overrides_.allreduce, bytes, buffers, open_mpi);
+    return select(coll::allreduce_table(), choice_.overrides().allreduce, bytes, buffers, open_mpi);
   }
   // Whether a call may run Open MPI's own collective (coll::Algorithm::open_mpi): blocking
   // calls on a communicator the program made (a domain's serves kernels in the DAG runtime).
@@ -344,34 +345,25 @@ class CommunicatorImpl {
     return placement_->symmetric(send, send_bytes, recv, recv_bytes) ? coll::Buffers::kSymmetric
                                                                      : coll::Buffers::kPlain;
   }
-  // The algorithm of `table` for a message of `bytes` (see registry.h), logged at debug level.
+  // The algorithm of `table` for a message of `bytes` (api/algorithm_choice.h).
   template <typename Args>
   const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
-                                      const typename coll::AlgorithmTable<Args>::Rules& rules,
+                                      const typename coll::AlgorithmTable<Args>::Rules& forced,
                                       size_t bytes, coll::Buffers buffers,
                                       bool open_mpi = false) const {
     live();
-    const bool has_inbox = placement_->staging().has_inbox();
-    auto choose = [&]() -> const coll::Algorithm<Args>& {
-      return table.choose(bytes, size_, has_inbox, rules, buffers, open_mpi);
-    };
-    if (log_choices_) {
-      const auto& chosen = choose();
-      table.log_choice(bytes, size_, rules, chosen);
-      return chosen;
-    }
-    return choices_.find_or_choose(table, bytes, buffers, open_mpi, has_inbox, choose);
+    return choice_.select(table, forced, bytes, size_, placement_->staging().has_inbox(), buffers,
+                          open_mpi);
   }
-  const coll::Overrides& overrides() const { return overrides_; }
+  const coll::Overrides& overrides() const { return choice_.overrides(); }
+  const coll::MachineRules& machine() const { return choice_.machine(); }
 
  private:
   void live() const {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
   }
 
-  coll::Overrides overrides_;         // RANKFLOW_ALLREDUCE and the others, read when created
-  mutable coll::ChoiceMemo choices_;  // what select() chose, by table, size and buffers
-  bool log_choices_ = log::enabled(env::LogLevel::kDebug);
+  api::AlgorithmChoice choice_;  // overrides, machine profile, tables, memo
   std::shared_ptr<transport::Context> context_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

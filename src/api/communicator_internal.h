@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "collectives/machine_profile.h"
 #include "rankflow/communicator.h"
 #include "rankflow/team.h"
 
@@ -21,6 +22,9 @@ Communicator communicator_over(MPI_Comm comm, const Team& team, size_t begin, si
 // How many collectives `communicator` has placed in its staging window so far (the pushed and
 // streamed paths and symmetric memory never are).
 size_t staged_collectives(const Communicator& communicator);
+// The machine profile's rules `communicator`'s members agreed on (collectives/machine_profile.h),
+// for tests that work out which algorithm a call takes.
+const coll::MachineRules& machine_rules(const Communicator& communicator);
 // The bytes each of the staging window's two buffers holds now.
 size_t staging_bytes(const Communicator& communicator);
 // Where in each staging buffer the next staged collective of `bytes` would start: 0, or half of

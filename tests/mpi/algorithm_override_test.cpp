@@ -66,7 +66,8 @@ class AlgorithmOverride : public ::testing::TestWithParam<bool> {  // symmetric 
     const int p = comm.size();
     const auto& chosen =  // (the calls are blocking: Open MPI's collective may run them)
         table.select(bytes, p, true, table.parse(name),
-                     GetParam() ? coll::Buffers::kSymmetric : coll::Buffers::kPlain, true);
+                     GetParam() ? coll::Buffers::kSymmetric : coll::Buffers::kPlain, true,
+                     coll::rules_for(api::machine_rules(comm), table));
     if (table.find(name).serves.holds(bytes, p, true)) {
       EXPECT_EQ(chosen.name, name);
     }
@@ -243,8 +244,8 @@ TEST(AlgorithmOverrideErrors, TableLimitsAgreeWithTheAlgorithms) {
     coll::CollContext c(transport::create_team(shared_context(), MPI_COMM_WORLD, buffers, "limits",
                                                coll::CollContext::signal_slots_for(p)));
     ASSERT_EQ(c.has_inbox(), inbox);
-    for (size_t bytes : {0, 1, 2, 8, 9, 511, 512, 513, 4095, 4096, 4097, 8192, 32768, 32769,
-                         1 << 20}) {
+    for (size_t bytes :
+         {0, 1, 2, 8, 9, 511, 512, 513, 4095, 4096, 4097, 8192, 32768, 32769, 1 << 20}) {
       SCOPED_TRACE(std::to_string(bytes) + (inbox ? " bytes, inbox" : " bytes, no inbox"));
       const auto& ag = coll::allgather_table().find("pushed");
       EXPECT_EQ(ag.serves.holds(bytes, p, inbox), coll::pushes_blocks(c, bytes));

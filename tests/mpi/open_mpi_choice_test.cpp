@@ -29,13 +29,22 @@ int32_t value(int rank, size_t i) {
   return static_cast<int32_t>(i * 5 + static_cast<size_t>(rank) * 1000 + 1);
 }
 
+// `table`'s built-in choice for `comm` (with the machine profile its members agreed on).
+template <typename Args>
+const coll::Algorithm<Args>& builtin(const Communicator& comm,
+                                     const coll::AlgorithmTable<Args>& table, size_t bytes,
+                                     coll::Buffers buffers, bool open_mpi) {
+  return table.builtin(bytes, comm.size(), true, buffers, open_mpi,
+                       coll::rules_for(api::machine_rules(comm), table));
+}
+
 // The smallest power-of-two size from 1 KiB to 64 MiB (the table's bytes: the whole message or
 // one block) at which `table` runs Open MPI's collective for blocking calls on plain buffers,
-// or 0 if it never does on `members` members.
+// or 0 if it never does on `comm`.
 template <typename Args>
-size_t open_mpi_size(const coll::AlgorithmTable<Args>& table, int members) {
+size_t open_mpi_size(const Communicator& comm, const coll::AlgorithmTable<Args>& table) {
   for (size_t bytes = 1024; bytes <= (size_t{64} << 20); bytes *= 2) {
-    if (table.builtin(bytes, members, true, coll::Buffers::kPlain, true).open_mpi) return bytes;
+    if (builtin(comm, table, bytes, coll::Buffers::kPlain, true).open_mpi) return bytes;
   }
   return 0;
 }
@@ -43,10 +52,10 @@ size_t open_mpi_size(const coll::AlgorithmTable<Args>& table, int members) {
 // What one call of `table`'s choice stages on plain buffers: nothing where it pushes or runs
 // Open MPI's collective, else once.
 template <typename Args>
-size_t staged_by(const coll::AlgorithmTable<Args>& table, size_t bytes, int members,
+size_t staged_by(const Communicator& comm, const coll::AlgorithmTable<Args>& table, size_t bytes,
                  bool blocking) {
-  const auto& chosen = table.builtin(bytes, members, true, coll::Buffers::kPlain, blocking);
-  return chosen.open_mpi || chosen.pushes.holds(bytes, members, true) ? 0 : 1;
+  const auto& chosen = builtin(comm, table, bytes, coll::Buffers::kPlain, blocking);
+  return chosen.open_mpi || chosen.pushes.holds(bytes, comm.size(), true) ? 0 : 1;
 }
 
 // Runs `call(blocking)` blocking and then non-blocking on `comm`, checking after each that it
@@ -59,19 +68,40 @@ void blocking_then_not(Communicator& comm, const coll::AlgorithmTable<Args>& tab
                  (blocking ? "blocking" : "non-blocking"));
     const size_t before = api::staged_collectives(comm);
     call(blocking);
-    EXPECT_EQ(api::staged_collectives(comm) - before,
-              staged_by(table, bytes, comm.size(), blocking));
+    EXPECT_EQ(api::staged_collectives(comm) - before, staged_by(comm, table, bytes, blocking));
     check();
   }
 }
 
+// RANKFLOW_MACHINE=`profile` while it lives, as before after.
+class MachineProfileForcing {
+ public:
+  explicit MachineProfileForcing(const char* profile) {
+    if (const char* before = std::getenv("RANKFLOW_MACHINE")) saved_ = before;
+    ::setenv("RANKFLOW_MACHINE", profile, 1);
+  }
+  ~MachineProfileForcing() {
+    if (saved_.empty()) {
+      ::unsetenv("RANKFLOW_MACHINE");
+    } else {
+      ::setenv("RANKFLOW_MACHINE", saved_.c_str(), 1);
+    }
+  }
+
+ private:
+  std::string saved_;
+};
+
 TEST(OpenMpiChoice, BlockingPlainCallsRunItWhereTheTableSays) {
+  // The generic tables, which name Open MPI on two members (a machine profile may not: the
+  // AMD EPYC's takes `direct` where they take Open MPI's broadcast).
+  const MachineProfileForcing generic("generic");
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   const int p = comm.size(), me = comm.rank();
   const auto members = static_cast<size_t>(p);
   int tables_with_open_mpi = 0;
 
-  if (size_t bytes = open_mpi_size(coll::allgather_table(), p)) {
+  if (size_t bytes = open_mpi_size(comm, coll::allgather_table())) {
     ++tables_with_open_mpi;
     const size_t count = bytes / 4;
     std::vector<int32_t> send(count), recv(count * members);
@@ -89,7 +119,7 @@ TEST(OpenMpiChoice, BlockingPlainCallsRunItWhereTheTableSays) {
             ASSERT_EQ(recv[i], value(static_cast<int>(i / count), i % count)) << i;
         });
   }
-  if (size_t bytes = open_mpi_size(coll::all_to_all_table(), p)) {
+  if (size_t bytes = open_mpi_size(comm, coll::all_to_all_table())) {
     ++tables_with_open_mpi;
     const size_t count = bytes / 4;
     std::vector<int32_t> send(count * members), recv(count * members);
@@ -109,7 +139,7 @@ TEST(OpenMpiChoice, BlockingPlainCallsRunItWhereTheTableSays) {
           }
         });
   }
-  if (size_t bytes = open_mpi_size(coll::broadcast_table(), p)) {
+  if (size_t bytes = open_mpi_size(comm, coll::broadcast_table())) {
     ++tables_with_open_mpi;
     const size_t count = bytes / 4;
     std::vector<int32_t> buffer(count);
@@ -127,7 +157,7 @@ TEST(OpenMpiChoice, BlockingPlainCallsRunItWhereTheTableSays) {
             ASSERT_EQ(buffer[i], value(root, i)) << i;
         });
   }
-  if (size_t bytes = open_mpi_size(coll::allreduce_table(), p)) {
+  if (size_t bytes = open_mpi_size(comm, coll::allreduce_table())) {
     ++tables_with_open_mpi;
     const size_t count = bytes / 4;
     std::vector<int32_t> send(count), recv(count);
@@ -151,8 +181,8 @@ TEST(OpenMpiChoice, BlockingPlainCallsRunItWhereTheTableSays) {
           }
         });
   }
-  // The sweep measured two members: there the plain tables name Open MPI somewhere, and on any
-  // other member count nowhere (the measured ranges are two members').
+  // The sweep measured two members: there the generic plain tables name Open MPI somewhere, and
+  // on any other member count nowhere (the measured ranges are two members').
   if (p == 2) {
     EXPECT_GT(tables_with_open_mpi, 0);
   } else {
@@ -181,7 +211,7 @@ TEST(OpenMpiChoice, NonBlockingCallsAndTypesMpiLacksRunRankflowsOwn) {
   before = api::staged_collectives(comm);
   comm.iallreduce(a.data(), b.data(), count, DType::kF32, ReduceOp::kSum).wait();
   EXPECT_EQ(api::staged_collectives(comm) - before,
-            staged_by(coll::allreduce_table(), count * 4, p, false));
+            staged_by(comm, coll::allreduce_table(), count * 4, false));
   for (size_t i = 0; i < count; ++i)
     ASSERT_EQ(b[i], static_cast<float>(p)) << i;
 
@@ -189,7 +219,7 @@ TEST(OpenMpiChoice, NonBlockingCallsAndTypesMpiLacksRunRankflowsOwn) {
   before = api::staged_collectives(comm);
   comm.allreduce(send.data(), recv.data(), count, DType::kF16, ReduceOp::kSum);
   EXPECT_EQ(api::staged_collectives(comm) - before,
-            staged_by(coll::allreduce_table(), count * 2, p, false));
+            staged_by(comm, coll::allreduce_table(), count * 2, false));
   const uint16_t sums[] = {0x3c00, 0x4000, 0x4200, 0x4400, 0x4500};  // f16 1.0 to 5.0
   ASSERT_LE(p, 5);
   for (size_t i = 0; i < count; ++i)
@@ -273,9 +303,8 @@ TEST(OpenMpiChoice, MembersWithDifferentKindsOfBufferTimeOut) {
   }
   comm.set_timeout(500ms);
   const size_t count = 4096;
-  ASSERT_FALSE(coll::allgather_table()
-                   .builtin(count * 4, 2, true, coll::Buffers::kSymmetric, true)
-                   .open_mpi);
+  ASSERT_FALSE(
+      builtin(comm, coll::allgather_table(), count * 4, coll::Buffers::kSymmetric, true).open_mpi);
   SymmetricBuffer arena = comm.alloc(3 * count * sizeof(int32_t));
   std::vector<int32_t> send(count, 1), recv(2 * count);
   auto* symmetric = static_cast<int32_t*>(arena.data());

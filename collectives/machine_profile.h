@@ -1,0 +1,106 @@
+// Machine profiles: the algorithm choices one kind of CPU needs where its own sweep disagrees
+// with the tables' measured ranges (tables.cpp, which hold the sweeps of other machines). Between
+// 8 and 32 KiB the crossovers of the pushed, cross-memory and Open MPI paths depend on how the
+// machine moves cache lines between cores: a pushed broadcast of 16 KiB, say, beats Open MPI's
+// transfer on an AMD EPYC and loses to it on an Intel Xeon (docs/performance.md).
+//
+// A profile names the CPUs it was measured on (cpuid's vendor, family and models), and its
+// choices, as data; collectives/sweep_choices.<name>.txt holds its sweep, which
+// tests/unit/sweep_choices_test.cpp holds the tables with the profile to. A communicator takes
+// the profile its members agree on when it is made: each detects its own CPU
+// (RANKFLOW_MACHINE=auto, the default) or takes the one RANKFLOW_MACHINE names ("generic": none),
+// and where they differ, all take none (every member must choose the same algorithm).
+// Pure data, cpuid and the environment; any thread.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "collectives/registry.h"
+
+namespace rankflow::coll {
+
+enum class Collective : uint8_t { kAllreduce, kAllgather, kReduceScatter, kBroadcast, kAllToAll };
+
+// One choice: the messages of `limits` (sizes and member counts, as in the tables: one member's
+// block for the exchanges and reduce_scatter) of `collective` on `buffers` take `algorithm`, a
+// name in that collective's table.
+struct MachineChoice {
+  Collective collective;
+  Buffers buffers;
+  Limits limits;
+  std::string_view algorithm;
+};
+
+// The CPUs a profile was measured on: cpuid's vendor string and display family, and a range of
+// display models (inclusive).
+struct CpuModels {
+  std::string_view vendor;  // "AuthenticAMD", "GenuineIntel"
+  unsigned family;
+  unsigned first_model;
+  unsigned last_model;
+};
+
+struct MachineProfile {
+  std::string_view name;         // RANKFLOW_MACHINE's value and the sweep file's suffix
+  std::string_view measured_on;  // the machine its sweep ran on, for logs and docs
+  CpuModels cpus;
+  std::span<const MachineChoice> choices;
+};
+
+// What cpuid says of this CPU (an empty vendor off x86).
+struct CpuId {
+  std::string vendor;
+  unsigned family = 0;
+  unsigned model = 0;
+};
+CpuId this_cpu();
+// "AuthenticAMD family 25 model 17".
+std::string describe(const CpuId& cpu);
+
+// Every profile (machine_profile.cpp).
+std::span<const MachineProfile> machine_profiles();
+// The profile measured on `cpu`'s kind, or null (the tables alone: "generic").
+const MachineProfile* profile_for(const CpuId& cpu);
+// The profile named `name` ("generic": null). InvalidArgument naming `variable` and the valid
+// names for any other.
+const MachineProfile* find_profile(std::string_view name, std::string_view variable);
+// RANKFLOW_MACHINE: unset, empty or "auto" -> profile_for(this_cpu()); else find_profile.
+const MachineProfile* profile_from_environment();
+// The profile's name, "generic" for null.
+std::string_view profile_name(const MachineProfile* profile);
+
+// A profile's choices resolved to each table's entries (an empty rule list for null). Throws
+// InvalidArgument for a choice whose algorithm its table does not have (a unit test checks every
+// profile resolves).
+struct MachineRules {
+  const MachineProfile* profile = nullptr;
+  std::vector<MeasuredRule<AllreduceArgs>> allreduce;
+  std::vector<MeasuredRule<ExchangeArgs>> allgather;
+  std::vector<MeasuredRule<ReduceScatterArgs>> reduce_scatter;
+  std::vector<MeasuredRule<BroadcastArgs>> broadcast;
+  std::vector<MeasuredRule<ExchangeArgs>> all_to_all;
+};
+MachineRules machine_rules(const MachineProfile* profile);
+
+// The rules in `rules` for `table` (one of the five tables of registry.h).
+template <typename Args>
+std::span<const MeasuredRule<Args>> rules_for(const MachineRules& rules,
+                                              const AlgorithmTable<Args>& table) {
+  if constexpr (std::is_same_v<Args, AllreduceArgs>) {
+    return rules.allreduce;
+  } else if constexpr (std::is_same_v<Args, ReduceScatterArgs>) {
+    return rules.reduce_scatter;
+  } else if constexpr (std::is_same_v<Args, BroadcastArgs>) {
+    return rules.broadcast;
+  } else {
+    return &table == &all_to_all_table() ? rules.all_to_all : rules.allgather;
+  }
+}
+
+}  // namespace rankflow::coll

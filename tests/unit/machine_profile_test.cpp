@@ -1,0 +1,138 @@
+// Machine profiles (collectives/machine_profile.h): detection by CPU, RANKFLOW_MACHINE, and a
+// profile's choices taking precedence over the tables' measured ranges where they hold, and
+// nowhere else.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "collectives/machine_profile.h"
+#include "rankflow/error.h"
+
+namespace rankflow::coll {
+namespace {
+
+const MachineProfile& amd_zen4() {
+  const MachineProfile* p = find_profile("amd-zen4", "test");
+  EXPECT_NE(p, nullptr);
+  return *p;
+}
+
+TEST(MachineProfile, ChosenByVendorFamilyAndModel) {
+  EXPECT_EQ(profile_for({"AuthenticAMD", 25, 17}), &amd_zen4());
+  EXPECT_EQ(profile_for({"AuthenticAMD", 25, 0x1f}), &amd_zen4());
+  EXPECT_EQ(profile_for({"AuthenticAMD", 25, 1}), nullptr);  // Zen 3: not measured
+  EXPECT_EQ(profile_for({"AuthenticAMD", 26, 17}), nullptr);
+  EXPECT_EQ(profile_for({"GenuineIntel", 6, 143}), nullptr);
+  EXPECT_EQ(profile_for({}), nullptr);
+#if defined(__x86_64__)
+  const CpuId cpu = this_cpu();
+  EXPECT_TRUE(cpu.vendor == "AuthenticAMD" || cpu.vendor == "GenuineIntel") << describe(cpu);
+  EXPECT_GT(cpu.family, 0U) << describe(cpu);
+#endif
+}
+
+TEST(MachineProfile, NamedInTheEnvironment) {
+  EXPECT_EQ(find_profile("generic", "RANKFLOW_MACHINE"), nullptr);
+  EXPECT_EQ(profile_name(nullptr), "generic");
+  EXPECT_EQ(profile_name(&amd_zen4()), "amd-zen4");
+  try {
+    find_profile("zen9", "RANKFLOW_MACHINE");
+    FAIL() << "no error for an unknown profile";
+  } catch (const InvalidArgument& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("RANKFLOW_MACHINE='zen9'"), std::string::npos) << what;
+    EXPECT_NE(what.find("auto, generic, amd-zen4"), std::string::npos) << what;
+  }
+  ::setenv("RANKFLOW_MACHINE", "generic", 1);
+  EXPECT_EQ(profile_from_environment(), nullptr);
+  ::setenv("RANKFLOW_MACHINE", " amd-zen4 ", 1);
+  EXPECT_EQ(profile_from_environment(), &amd_zen4());
+  ::setenv("RANKFLOW_MACHINE", "auto", 1);
+  EXPECT_EQ(profile_from_environment(), profile_for(this_cpu()));
+  ::setenv("RANKFLOW_MACHINE", "intel", 1);
+  EXPECT_THROW(profile_from_environment(), InvalidArgument);
+  ::unsetenv("RANKFLOW_MACHINE");
+  EXPECT_EQ(profile_from_environment(), profile_for(this_cpu()));
+}
+
+std::vector<size_t> sizes() {
+  std::vector<size_t> all = {0};
+  for (size_t bytes = 1; bytes <= (size_t{64} << 20); bytes *= 2) {
+    all.push_back(bytes);
+    all.push_back(bytes + 1);
+  }
+  return all;
+}
+
+// Where a rule of `rules` holds, the table with the rules chooses its algorithm (blocking calls
+// of a library-mode communicator, two members); everywhere else the same as without them.
+template <typename Args>
+void expect_rules_decide_where_they_hold(const AlgorithmTable<Args>& table,
+                                         std::span<const MeasuredRule<Args>> rules) {
+  for (Buffers buffers : {Buffers::kPlain, Buffers::kSymmetric}) {
+    for (size_t bytes : sizes()) {
+      const Algorithm<Args>* ruled = nullptr;
+      for (const MeasuredRule<Args>& r : rules) {
+        if (!ruled && r.buffers == buffers && r.limits.holds(bytes, 2, true)) ruled = r.algorithm;
+      }
+      const Algorithm<Args>& with = table.builtin(bytes, 2, true, buffers, true, rules);
+      const Algorithm<Args>& without = table.builtin(bytes, 2, true, buffers, true);
+      if (ruled != nullptr) {
+        EXPECT_EQ(with.name, ruled->name) << table.collective() << " " << bytes << " B";
+      } else {
+        EXPECT_EQ(with.name, without.name) << table.collective() << " " << bytes << " B";
+      }
+    }
+  }
+}
+
+TEST(MachineProfile, ItsChoicesDecideWhereTheyHoldAndNowhereElse) {
+  for (const MachineProfile& profile : machine_profiles()) {
+    SCOPED_TRACE(std::string(profile.name));
+    const MachineRules rules = machine_rules(&profile);  // every name resolves, or this throws
+    EXPECT_EQ(rules.profile, &profile);
+    size_t resolved = rules.allreduce.size() + rules.allgather.size() +
+                      rules.reduce_scatter.size() + rules.broadcast.size() +
+                      rules.all_to_all.size();
+    EXPECT_EQ(resolved, profile.choices.size());
+    for (const MachineChoice& c : profile.choices)
+      EXPECT_FALSE(c.limits.empty()) << c.algorithm;
+    expect_rules_decide_where_they_hold(allreduce_table(), rules_for(rules, allreduce_table()));
+    expect_rules_decide_where_they_hold(allgather_table(), rules_for(rules, allgather_table()));
+    expect_rules_decide_where_they_hold(all_to_all_table(), rules_for(rules, all_to_all_table()));
+    expect_rules_decide_where_they_hold(broadcast_table(), rules_for(rules, broadcast_table()));
+    expect_rules_decide_where_they_hold(reduce_scatter_table(),
+                                        rules_for(rules, reduce_scatter_table()));
+  }
+}
+
+TEST(MachineProfile, RulesForTellsTheExchangesApart) {
+  const MeasuredRule<ExchangeArgs> gather[] = {
+      {Limits{1, 2}, Buffers::kPlain, &allgather_table().find("mesh")}};
+  const MeasuredRule<ExchangeArgs> all_to_all[] = {
+      {Limits{3, 4}, Buffers::kPlain, &all_to_all_table().find("mesh")}};
+  MachineRules rules;
+  rules.allgather.assign(std::begin(gather), std::end(gather));
+  rules.all_to_all.assign(std::begin(all_to_all), std::end(all_to_all));
+  EXPECT_EQ(rules_for(rules, allgather_table()).front().limits.min_bytes, 1U);
+  EXPECT_EQ(rules_for(rules, all_to_all_table()).front().limits.min_bytes, 3U);
+}
+
+TEST(MachineProfile, OpenMpiRuleFallsBackToAPushWhereOpenMpiMayNotRun) {
+  // As a table's own measured range for Open MPI: a non-blocking call takes the entry that
+  // pushes the message.
+  const MeasuredRule<BroadcastArgs> rules[] = {
+      {Limits{1024, 2048}, Buffers::kPlain, &broadcast_table().find("mpi")}};
+  EXPECT_TRUE(broadcast_table().builtin(2048, 2, true, Buffers::kPlain, true, rules).open_mpi);
+  EXPECT_EQ(broadcast_table().builtin(2048, 2, true, Buffers::kPlain, false, rules).name, "pushed");
+  // A rule whose algorithm does not serve the message is passed over.
+  const MeasuredRule<BroadcastArgs> streamed[] = {
+      {Limits{1024, 4096}, Buffers::kPlain, &broadcast_table().find("streamed")}};
+  EXPECT_EQ(&broadcast_table().builtin(4096, 2, true, Buffers::kPlain, true, streamed),
+            &broadcast_table().builtin(4096, 2, true, Buffers::kPlain, true));
+}
+
+}  // namespace
+}  // namespace rankflow::coll
