@@ -21,23 +21,25 @@ constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
 }
 
 // AMD EPYC, Zen 4 (family 25, models 0x10-0x1f: Genoa). Swept 2026-12-04 on the 2-core cloud
-// machine (model 17), two members, plain buffers, 2 KiB to 64 KiB, median of five full sweeps,
-// each algorithm's time relative to Open MPI's in the same run
-// (collectives/sweep_choices.amd-zen4.txt). Where it differs from the tables (lower is faster):
+// machine (model 17), two members, plain buffers, 2 KiB to 64 KiB, five full sweeps, each
+// algorithm's time relative to Open MPI's in the same run, ranked by the mean of the five
+// (collectives/sweep_choices.amd-zen4.txt; each sweep's times in
+// docs/data/sweep-amd-zen4-2026-12-04-plain-2k-64k.txt). The machine runs in two modes (its two
+// cores on one core complex or on two, docs/performance.md), and one to three of the five
+// sweeps caught the slow one, where the pushed path's times grow 2-3 times: the mean weighs
+// that against its gain in the fast mode. Where it differs from the tables (times relative to
+// Open MPI's, each sweep's, lower is faster):
 constexpr MachineChoice kAmdZen4[] = {
-    // allgather, 8 KiB blocks: pipelined 0.52, mesh 0.54, the tables' pushed 0.65.
+    // allgather, 8 KiB blocks: pipelined 0.50-0.54 and 1.28, the tables' pushed 0.42-1.78.
     {Collective::kAllgather, Buffers::kPlain, kTwoMembers(4 * KiB + 1, 8 * KiB), "pipelined"},
-    // reduce_scatter, 8-32 KiB blocks: mesh 0.31 / 0.40 / 0.47, the tables' pushed
-    // 0.41 / 0.51 / 0.50.
-    {Collective::kReduceScatter, Buffers::kPlain, kTwoMembers(4 * KiB + 1, 32 * KiB), "mesh"},
-    // broadcast 16 / 32 KiB: direct 0.90 / 0.91, the tables' Open MPI transfer 1.03 / 1.02
-    // (pushed 0.82 / 1.05; forced, six launches each: direct x1.17-1.22 of Open MPI's busbw
-    // at both, pushed x1.01-1.83 and x0.72-1.39).
-    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 32 * KiB), "direct"},
-    // all_to_all, 4 KiB blocks: pipelined 0.29, mesh 0.35, the tables' pushed 0.43; 16 KiB
-    // blocks: pushed 0.77, the tables' pipelined 0.91.
+    // reduce_scatter, 4-32 KiB blocks: mesh 0.19-0.20 / 0.30-0.32 / 0.36-0.41 / 0.45-0.49, the
+    // tables' pushed 0.15-0.31 / 0.27-0.55 / 0.37-0.60 / 0.48-0.77.
+    {Collective::kReduceScatter, Buffers::kPlain, kTwoMembers(2 * KiB + 1, 32 * KiB), "mesh"},
+    // broadcast 32 KiB: direct 0.83-0.96, the tables' Open MPI transfer 1.03-1.10 (at 16 KiB
+    // Open MPI's transfer stays: direct read 0.80-2.72 there).
+    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 32 * KiB), "direct"},
+    // all_to_all, 4 KiB blocks: pipelined 0.25-0.30, the tables' pushed 0.21-0.49.
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(2 * KiB + 1, 4 * KiB), "pipelined"},
-    {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 16 * KiB), "pushed"},
 };
 
 constexpr MachineProfile kProfiles[] = {

@@ -110,7 +110,13 @@ def main():
     p.add_argument("--out", help="default: collectives/sweep_choices.txt, or the --machine "
                    "profile's file")
     p.add_argument("--raw", help="also write every median here (collective buffers "
-                   "algorithm bytes time-relative-to-Open-MPI)")
+                   "algorithm bytes time-relative-to-Open-MPI, then each sweep's)")
+    p.add_argument("--rank-by", choices=["median", "mean", "worst"], default="median",
+                   help="rank each size's algorithms by the median of their sweeps (default), "
+                   "their mean, or their worst sweep: where the machine runs in two modes, the "
+                   "mean weighs an algorithm's loss in one against its gain in the other")
+    p.add_argument("--from-raw", help="rank the sweeps a --raw file recorded (with each "
+                   "sweep's times) instead of running new ones")
     args = p.parse_args()
     if args.out is None:
         args.out = (f"collectives/sweep_choices.{args.machine}.txt" if args.machine
@@ -118,7 +124,15 @@ def main():
 
     times = {}  # (coll, buffers, algo, bytes) -> [time / Open MPI's time, per sweep]
     phase = []  # MPI's 4 B time per run
-    for sweep in range(args.sweeps):
+    if args.from_raw:
+        with open(args.from_raw) as f:
+            for line in f:
+                fields = line.split()
+                if fields[0] in args.collectives.split(",") and fields[1] in args.buffers.split(","):
+                    times[(fields[0], fields[1], fields[2], int(fields[3]))] = [
+                        float(x) for x in fields[5:]]
+        args.sweeps = max(len(t) for t in times.values())
+    for sweep in range(0 if args.from_raw else args.sweeps):
         for coll, algos in ALGORITHMS.items():
             if coll not in args.collectives.split(","):
                 continue
@@ -144,6 +158,9 @@ def main():
         print(f"sweep-choices: sweep {sweep + 1} of {args.sweeps} done", file=sys.stderr)
 
     method = "rankflow-bench" + ("" if args.full else " --quick")
+    if args.from_raw:
+        args.full = True  # the recorded sweeps' method is not in the raw file
+        method = "rankflow-bench, as recorded"
     swept = f"{args.collectives} on {args.buffers} buffers, {args.min_bytes} to {args.max_bytes}"
     partial = (args.collectives != ",".join(ALGORITHMS) or args.buffers != ",".join(BUFFERS)
                or args.min_bytes != "4")
@@ -162,10 +179,11 @@ def main():
             if line and not line.startswith("#"):
                 fields = line.split()
                 rows[(fields[0], fields[1], int(fields[2]), int(fields[3]))] = line
+    statistic = f"{args.rank_by} of {args.sweeps} sweeps" + (
+        f" (ranked again from {os.path.basename(args.from_raw)})" if args.from_raw else "")
     header.append(
-        f"# {datetime.date.today()}, {this_cpu()}, {args.ranks} ranks, {swept}: median of "
-        f"{args.sweeps} "
-        f"sweeps ({method}), each time relative to Open MPI's in the same run, tolerance "
+        f"# {datetime.date.today()}, {this_cpu()}, {args.ranks} ranks, {swept}: {statistic} "
+        f"({method}), each time relative to Open MPI's in the same run, tolerance "
         f"{args.tolerance:.0%}, machine phase: " +
         (f"Open MPI's 4 B calls took {statistics.median(phase):.2f} us (median of the runs)."
          if phase else "not measured (no 4 B rows)."))
@@ -173,7 +191,9 @@ def main():
         for buffers in BUFFERS:
             sizes = sorted({k[3] for k in times if k[0] == coll and k[1] == buffers})
             for size in sizes:
-                medians = {a: statistics.median(times[(coll, buffers, a, size)])
+                rank = {"median": statistics.median, "mean": statistics.mean,
+                        "worst": max}[args.rank_by]
+                medians = {a: rank(times[(coll, buffers, a, size)])
                            for a, _, _ in algos if (coll, buffers, a, size) in times}
                 ranked = sorted(medians, key=medians.get)
                 best = medians[ranked[0]]
@@ -187,7 +207,8 @@ def main():
     if args.raw:
         with open(args.raw, "w") as f:
             for (coll, buffers, algo, size), us in sorted(times.items()):
-                f.write(f"{coll} {buffers} {algo} {size} {statistics.median(us):.3f}\n")
+                each = " ".join(f"{u:.3f}" for u in us)
+                f.write(f"{coll} {buffers} {algo} {size} {statistics.median(us):.3f} {each}\n")
     with open(args.out, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"sweep-choices: wrote {args.out}", file=sys.stderr)
