@@ -1,5 +1,7 @@
 // Environment parameters: every RANKFLOW_* variable is parsed here, once, with a clear Error for a
-// value rankflow does not understand. Pure functions; any thread may call them.
+// value rankflow does not understand, except the algorithm tables' (RANKFLOW_ALLREDUCE and the
+// others: collectives/registry.cpp) and RANKFLOW_MACHINE (collectives/machine_profile.cpp),
+// which need the tables. Pure functions; any thread may call them.
 #pragma once
 
 #include <chrono>
