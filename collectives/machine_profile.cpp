@@ -1,5 +1,5 @@
 // The machine profiles as data, CPU detection with cpuid, RANKFLOW_MACHINE, and the profiles'
-// choices resolved to table entries (see machine_profile.h).
+// choices resolved to table entries (see machine_profile.h). Pure; any thread.
 #include "collectives/machine_profile.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -109,7 +109,8 @@ const MachineProfile* find_profile(std::string_view name, std::string_view varia
 
 const MachineProfile* profile_from_environment() {
   const auto value = env::get("RANKFLOW_MACHINE");
-  if (!value || env::trim(*value) == "auto") return profile_for(this_cpu());
+  if (!value || env::trim(*value).empty() || env::trim(*value) == "auto")
+    return profile_for(this_cpu());
   return find_profile(env::trim(*value), "RANKFLOW_MACHINE");
 }
 

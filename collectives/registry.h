@@ -198,6 +198,7 @@ class AlgorithmTable {
   const Entry& builtin(size_t bytes, int members, bool has_inbox,
                        Buffers buffers = Buffers::kSymmetric, bool open_mpi_allowed = false,
                        Measured machine = {}) const {
+    // The machine measured Open MPI fastest where it may not run: straight to the push below.
     bool open_mpi_measured = false;
     for (const MeasuredRule<Args>& rule : machine) {
       if (rule.buffers != buffers || !rule.limits.holds(bytes, members, has_inbox) ||
@@ -205,8 +206,11 @@ class AlgorithmTable {
         continue;
       if (open_mpi_allowed || !rule.algorithm->open_mpi) return *rule.algorithm;
       open_mpi_measured = true;
+      break;
     }
+    const bool machine_said_open_mpi = open_mpi_measured;
     for (const Entry& a : algorithms_) {
+      if (machine_said_open_mpi) break;
       const Ranges& measured = buffers == Buffers::kPlain ? a.measured_plain : a.measured_symmetric;
       if (!measured.holds(bytes, members, has_inbox)) continue;
       if (open_mpi_allowed || !a.open_mpi) return a;

@@ -124,13 +124,23 @@ def main():
 
     times = {}  # (coll, buffers, algo, bytes) -> [time / Open MPI's time, per sweep]
     phase = []  # MPI's 4 B time per run
+    recorded = None  # --from-raw: the raw file's description of its sweeps
     if args.from_raw:
         with open(args.from_raw) as f:
             for line in f:
+                if line.startswith("#"):
+                    recorded = recorded or line[1:].split("; fields")[0].strip()
+                    continue
                 fields = line.split()
+                if len(fields) < 5:
+                    continue
                 if fields[0] in args.collectives.split(",") and fields[1] in args.buffers.split(","):
+                    # Each sweep's times, or the median alone (raw files from before them).
                     times[(fields[0], fields[1], fields[2], int(fields[3]))] = [
-                        float(x) for x in fields[5:]]
+                        float(x) for x in fields[5:]] or [float(fields[4])]
+        if not times:
+            sys.exit(f"sweep-choices: no rows of {args.collectives} on {args.buffers} buffers "
+                     f"in {args.from_raw}")
         args.sweeps = max(len(t) for t in times.values())
     for sweep in range(0 if args.from_raw else args.sweeps):
         for coll, algos in ALGORITHMS.items():
@@ -158,12 +168,10 @@ def main():
         print(f"sweep-choices: sweep {sweep + 1} of {args.sweeps} done", file=sys.stderr)
 
     method = "rankflow-bench" + ("" if args.full else " --quick")
-    if args.from_raw:
-        args.full = True  # the recorded sweeps' method is not in the raw file
-        method = "rankflow-bench, as recorded"
     swept = f"{args.collectives} on {args.buffers} buffers, {args.min_bytes} to {args.max_bytes}"
-    partial = (args.collectives != ",".join(ALGORITHMS) or args.buffers != ",".join(BUFFERS)
-               or args.min_bytes != "4")
+    # Ranked again from a raw file, only its rows are replaced.
+    partial = (args.from_raw or args.collectives != ",".join(ALGORITHMS)
+               or args.buffers != ",".join(BUFFERS) or args.min_bytes != "4")
     header = [
         "# The fastest algorithm of each collective per buffer kind and message size (bytes: the",
         "# whole message for allreduce and broadcast, one block for the others), written by",
@@ -179,11 +187,15 @@ def main():
             if line and not line.startswith("#"):
                 fields = line.split()
                 rows[(fields[0], fields[1], int(fields[2]), int(fields[3]))] = line
-    statistic = f"{args.rank_by} of {args.sweeps} sweeps" + (
-        f" (ranked again from {os.path.basename(args.from_raw)})" if args.from_raw else "")
+    statistic = f"{args.rank_by} of {args.sweeps} sweeps"
+    described = (f"{datetime.date.today()}, {this_cpu()}, {args.ranks} ranks, {swept}: "
+                 f"{statistic} ({method})")
+    if args.from_raw:
+        described = (f"{datetime.date.today()}: {statistic}, ranked again from "
+                     f"{os.path.basename(args.from_raw)}, which recorded: "
+                     f"{recorded or 'no description'}")
     header.append(
-        f"# {datetime.date.today()}, {this_cpu()}, {args.ranks} ranks, {swept}: {statistic} "
-        f"({method}), each time relative to Open MPI's in the same run, tolerance "
+        f"# {described}, each time relative to Open MPI's in the same run, tolerance "
         f"{args.tolerance:.0%}, machine phase: " +
         (f"Open MPI's 4 B calls took {statistics.median(phase):.2f} us (median of the runs)."
          if phase else "not measured (no 4 B rows)."))
@@ -206,6 +218,9 @@ def main():
                                                                     k[2], k[3]))]
     if args.raw:
         with open(args.raw, "w") as f:
+            f.write(f"# {datetime.date.today()}, {this_cpu()}, {args.ranks} ranks, {swept}, "
+                    f"{args.sweeps} sweeps ({method}); fields: collective buffers algorithm "
+                    f"bytes median each-sweep...\n")
             for (coll, buffers, algo, size), us in sorted(times.items()):
                 each = " ".join(f"{u:.3f}" for u in us)
                 f.write(f"{coll} {buffers} {algo} {size} {statistics.median(us):.3f} {each}\n")

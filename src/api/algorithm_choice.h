@@ -26,13 +26,15 @@ class AlgorithmChoice {
   // they differ (members on different kinds of machine, or RANKFLOW_MACHINE set on some only).
   void agree(MPI_Comm comm, transport::Context& context);
 
-  // The algorithm of `table` for a message of `bytes` (registry.h: `forced` rules first, then
-  // the machine profile's measured rules, then the table's), logged at debug level.
+  // The algorithm of `table` for a message of `bytes` (registry.h: the table's override rules
+  // first, then the machine profile's measured rules, then the table's), logged at debug level.
+  // Everything the choice depends on is in the memo's key or fixed when the communicator is made
+  // (its member count, the override rules and the profile, both looked up here by table).
   template <typename Args>
-  const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
-                                      const typename coll::AlgorithmTable<Args>::Rules& forced,
-                                      size_t bytes, int members, bool has_inbox,
-                                      coll::Buffers buffers, bool open_mpi) const {
+  const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table, size_t bytes,
+                                      int members, bool has_inbox, coll::Buffers buffers,
+                                      bool open_mpi) const {
+    const auto& forced = coll::rules_for(overrides_, table);
     auto choose = [&]() -> const coll::Algorithm<Args>& {
       return table.choose(bytes, members, has_inbox, forced, buffers, open_mpi,
                           coll::rules_for(machine_, table));

@@ -79,7 +79,7 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
   const size_t es = dtype_size(dtype);
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
-  const auto& chosen = impl.select(coll::allgather_table(), impl.overrides().allgather, block,
+  const auto& chosen = impl.select(coll::allgather_table(), block,
                                    impl.buffers_of(send, block, recv, total), open_mpi);
   if (chosen.open_mpi && impl.size() == 2) {
     return impl.run_open_mpi_pair(chosen.label, [&](const api::PairCall& call, auto& scratch) {
@@ -109,8 +109,8 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
   const bool open_mpi =
       impl.open_mpi_allowed(blocking) && api::mpi_takes_reduce_scatter(count, dtype);
-  const auto& chosen = impl.select(coll::reduce_scatter_table(), impl.overrides().reduce_scatter,
-                                   block, impl.buffers_of(send, total, recv, block), open_mpi);
+  const auto& chosen = impl.select(coll::reduce_scatter_table(), block,
+                                   impl.buffers_of(send, total, recv, block), open_mpi);
   if (chosen.open_mpi) {
     return impl.run_open_mpi(chosen.label, [&](MPI_Comm comm, std::vector<std::byte>& scratch) {
       api::run_reduce_scatter(comm, impl.size(), send, recv, count, dtype, op, scratch);
@@ -132,7 +132,7 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
   const size_t bytes = api::checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(bytes);
-  const auto& chosen = impl.select(coll::broadcast_table(), impl.overrides().broadcast, bytes,
+  const auto& chosen = impl.select(coll::broadcast_table(), bytes,
                                    impl.buffers_of(buffer, bytes, buffer, bytes), open_mpi);
   if (chosen.open_mpi && impl.size() == 2) {
     return impl.run_open_mpi_pair(chosen.label, [&](const api::PairCall& call, auto&) {
@@ -175,7 +175,7 @@ Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, v
   const size_t total =
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
-  const auto& chosen = impl.select(coll::all_to_all_table(), impl.overrides().all_to_all, block,
+  const auto& chosen = impl.select(coll::all_to_all_table(), block,
                                    impl.buffers_of(send, total, recv, total), open_mpi);
   if (chosen.open_mpi && impl.size() == 2) {
     return impl.run_open_mpi_pair(chosen.label, [&](const api::PairCall& call, auto& scratch) {

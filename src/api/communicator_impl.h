@@ -1,5 +1,6 @@
 // CommunicatorImpl: one library-mode communicator's state (its MPI duplicate, buffer placement,
-// registrations, the request in flight and the override rules) and the launch of a collective
+// registrations, the request in flight and how it chooses algorithms: api/algorithm_choice.h,
+// the overrides, the machine profile and the memo of choices) and the launch of a collective
 // through a RequestState; RequestState: one collective in flight. Internal to src/api: the
 // public methods are in communicator.cpp, the collectives' dispatch through their tables in
 // collective_calls.cpp. Runs on the calling thread (and, with RANKFLOW_PROGRESS=thread,
@@ -297,7 +298,7 @@ class CommunicatorImpl {
       const coll::AllreduceAlgorithm& named = coll::allreduce_table().find(requested);
       if (!named.open_mpi || open_mpi) return named;  // else the table's choice without it
     }
-    return select(coll::allreduce_table(), choice_.overrides().allreduce, bytes, buffers, open_mpi);
+    return select(coll::allreduce_table(), bytes, buffers, open_mpi);
   }
   // Whether a call may run Open MPI's own collective (coll::Algorithm::open_mpi): blocking
   // calls on a communicator the program made (a domain's serves kernels in the DAG runtime).
@@ -347,12 +348,10 @@ class CommunicatorImpl {
   }
   // The algorithm of `table` for a message of `bytes` (api/algorithm_choice.h).
   template <typename Args>
-  const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table,
-                                      const typename coll::AlgorithmTable<Args>::Rules& forced,
-                                      size_t bytes, coll::Buffers buffers,
-                                      bool open_mpi = false) const {
+  const coll::Algorithm<Args>& select(const coll::AlgorithmTable<Args>& table, size_t bytes,
+                                      coll::Buffers buffers, bool open_mpi = false) const {
     live();
-    return choice_.select(table, forced, bytes, size_, placement_->staging().has_inbox(), buffers,
+    return choice_.select(table, bytes, size_, placement_->staging().has_inbox(), buffers,
                           open_mpi);
   }
   const coll::Overrides& overrides() const { return choice_.overrides(); }

@@ -71,9 +71,9 @@ int32_t value(int rank, size_t i) {
   return static_cast<int32_t>(i * 7 + static_cast<size_t>(rank) * 1000 + 3);
 }
 
-// Every size some profile's choice covers (its ends and one inside), on plain buffers, checked
-// element by element: blocking and non-blocking broadcast from each root, allgather and
-// all_to_all, as the profile this communicator uses chooses them.
+// Every size some profile's choice covers (its ends and one inside, whole elements), on plain
+// buffers, checked element by element: blocking and non-blocking broadcast from each root,
+// allgather, all_to_all and reduce_scatter, as the profile this communicator uses chooses them.
 TEST(MachineProfileMpi, ProfileChoicesGiveTheRightResults) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   const int p = comm.size();
@@ -83,7 +83,7 @@ TEST(MachineProfileMpi, ProfileChoicesGiveTheRightResults) {
     for (const coll::MachineChoice& c : profile.choices) {
       const coll::Limits& l = c.limits;
       for (size_t bytes : {l.min_bytes, (l.min_bytes + l.max_bytes) / 2, l.max_bytes})
-        sizes.push_back(bytes / 4 * 4);
+        sizes.push_back((bytes + 3) / 4 * 4);  // inside the range: 4097 -> 4100
     }
   }
   for (size_t bytes : sizes) {
@@ -123,6 +123,16 @@ TEST(MachineProfileMpi, ProfileChoicesGiveTheRightResults) {
                  value(r, static_cast<size_t>(me) * count + i);
     }
     EXPECT_EQ(wrong, 0U) << "all_to_all";
+    // reduce_scatter of i32 sums: member me gets block me summed over every member.
+    comm.reduce_scatter(send.data(), recv.data(), count, DType::kI32, ReduceOp::kSum);
+    wrong = 0;
+    for (size_t i = 0; i < count; ++i) {
+      int32_t want = 0;
+      for (int r = 0; r < p; ++r)
+        want += value(r, static_cast<size_t>(me) * count + i);
+      wrong += recv[i] != want;
+    }
+    EXPECT_EQ(wrong, 0U) << "reduce_scatter";
   }
   comm.close();
 }
