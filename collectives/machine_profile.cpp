@@ -15,10 +15,8 @@ namespace rankflow::coll {
 namespace {
 
 constexpr size_t KiB = 1024;
-// Sizes on two members: the sweeps' (a profile says nothing of other member counts).
-constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
-  return {min_bytes, max_bytes, 2, 2};
-}
+// Sizes on two members only (kTwoMembers): the sweeps' (a profile says nothing of other member
+// counts).
 
 // AMD EPYC, Zen 4 (family 25, models 0x10-0x1f: Genoa). Swept 2026-12-04 on the 2-core cloud
 // machine (model 17), two members, plain buffers, 2 KiB to 64 KiB, five full sweeps, each

@@ -88,11 +88,11 @@ struct MachineRules {
 };
 MachineRules machine_rules(const MachineProfile* profile);
 
-// The rules in `rules` for `table` (one of the five tables of registry.h): a profile's, and
-// (below) the environment's overrides.
-template <typename Args>
-std::span<const MeasuredRule<Args>> rules_for(const MachineRules& rules,
-                                              const AlgorithmTable<Args>& table) {
+// `table`'s rules in `rules`, a profile's (MachineRules) or the environment's overrides
+// (Overrides), which both hold one field per table of registry.h.
+template <typename Bundle, typename Args>
+requires std::is_same_v<Bundle, MachineRules> || std::is_same_v<Bundle, Overrides>
+const auto& rules_for(const Bundle& rules, const AlgorithmTable<Args>& table) {
   if constexpr (std::is_same_v<Args, AllreduceArgs>) {
     return rules.allreduce;
   } else if constexpr (std::is_same_v<Args, ReduceScatterArgs>) {
@@ -101,19 +101,6 @@ std::span<const MeasuredRule<Args>> rules_for(const MachineRules& rules,
     return rules.broadcast;
   } else {
     return &table == &all_to_all_table() ? rules.all_to_all : rules.allgather;
-  }
-}
-template <typename Args>
-const typename AlgorithmTable<Args>::Rules& rules_for(const Overrides& overrides,
-                                                      const AlgorithmTable<Args>& table) {
-  if constexpr (std::is_same_v<Args, AllreduceArgs>) {
-    return overrides.allreduce;
-  } else if constexpr (std::is_same_v<Args, ReduceScatterArgs>) {
-    return overrides.reduce_scatter;
-  } else if constexpr (std::is_same_v<Args, BroadcastArgs>) {
-    return overrides.broadcast;
-  } else {
-    return &table == &all_to_all_table() ? overrides.all_to_all : overrides.allgather;
   }
 }
 

@@ -41,6 +41,11 @@ struct Limits {
 };
 inline constexpr Limits kAnyMessage{};
 inline constexpr Limits kNoMessage{1, 0};
+// Sizes of [min_bytes, max_bytes] on two members: what the sweeps measure (the tables' measured
+// ranges and the machine profiles' choices).
+constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
+  return {min_bytes, max_bytes, 2, 2};
+}
 
 // Up to three sets of messages, for where a sweep found an algorithm fastest: its sizes need
 // not be one range.

@@ -45,9 +45,6 @@ constexpr Limits kSmallAllreduce{0, kInbox};
 // sweeps, plain buffers from 4 KiB from a median of 3 full-batch sweeps at 18:40) found another
 // algorithm than `preferred` fastest (measured_symmetric, measured_plain). A size between two
 // measured powers of two goes with the larger one.
-constexpr Limits kTwoMembers(size_t min_bytes, size_t max_bytes) {
-  return {min_bytes, max_bytes, 2, 2};
-}
 // allreduce: onephase at 8-32 KiB on plain buffers (pushed through the inbox's 32 KiB slots
 // since 2026-12-03: one round, nothing staged); twophase at 2-4 KiB on symmetric buffers, and
 // from 8 KiB as preferred (onephase read in place there until the 2026-12-03 sweep, which

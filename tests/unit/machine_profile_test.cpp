@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "collectives/machine_profile.h"
@@ -91,8 +92,9 @@ std::vector<size_t> sizes() {
 // Where a rule of `rules` holds, the table with the rules chooses its algorithm (blocking calls
 // of a library-mode communicator, two members); everywhere else the same as without them.
 template <typename Args>
-void expect_rules_decide_where_they_hold(const AlgorithmTable<Args>& table,
-                                         std::span<const MeasuredRule<Args>> rules) {
+void expect_rules_decide_where_they_hold(
+    const AlgorithmTable<Args>& table,
+    std::type_identity_t<typename AlgorithmTable<Args>::Measured> rules) {
   for (Buffers buffers : {Buffers::kPlain, Buffers::kSymmetric}) {
     for (size_t bytes : sizes()) {
       const Algorithm<Args>* ruled = nullptr;
