@@ -1,8 +1,9 @@
-// broadcast, cross-memory: the caller's plain buffers on one host, from kCrossMemoryFrom up (see
-// broadcast_direct.cpp). No staging: each peer reads the first (P-1)/P of the message straight
-// from the root's buffer, and the root writes the last 1/P straight into each peer's buffer,
-// one kernel copy each (process_memory.h). So the root's core copies as much as each peer's
-// instead of waiting, as it does in Open MPI's single copy.
+// broadcast, cross-memory: the caller's plain buffers on one host, from kCrossMemoryFrom up, on
+// up to kCrossMemoryMembers (two: see broadcast_direct.cpp). The code serves any member count,
+// each peer chosen for itself; with two members that is the one peer. No staging: each peer reads
+// the first (P-1)/P of the message straight from the root's buffer, and the root writes the last
+// 1/P straight into each peer's buffer, one kernel copy each (process_memory.h). So the root's core
+// copies as much as each peer's instead of waiting, as it does in Open MPI's single copy.
 //
 // Signals: each peer says "ready" with its process and buffer in its own window (PeerHeader);
 // the root puts its answer after it (RootReply) and says "ready"; once it has written a peer's

@@ -2,11 +2,12 @@
 // straight from its window (into `out`, the caller's own memory, when given) and says "done";
 // the root returns once all are done.
 //
-// Plain memory (`out` given) from kCrossMemoryFrom goes straight between the processes where
-// they share a host (broadcast_cross_memory.cpp). Below, or for peers on another host, it goes
-// in chunks (broadcast_chunk_bytes, 16 KiB up to 4 MiB): the root says "ready" per chunk, so
-// members fetch chunk k while the root stages chunk k+1 from `stage_from` (its caller's buffer;
-// null when the whole message was staged before the call, as non-blocking calls do).
+// Plain memory (`out` given) from kCrossMemoryFrom up, on up to kCrossMemoryMembers, goes
+// straight between the processes where they share a host (broadcast_cross_memory.cpp). Below,
+// on more members, or for peers on another host, it goes in chunks (broadcast_chunk_bytes, 16 KiB
+// up to 4 MiB): the root says "ready" per chunk, so members fetch chunk k while the root stages
+// chunk k+1 from `stage_from` (its caller's buffer; null when the whole message was staged before
+// the call, as non-blocking calls do).
 //
 // Two members on symmetric memory, from kSplitFrom up: the copy is split between both cores.
 // The root stores the second half straight into the peer's buffer while the peer fetches the
@@ -27,6 +28,13 @@ constexpr size_t kSplitFrom = 256 * 1024;
 // forced at 32 KiB x1.10 of Open MPI against its own transfer's x1.00, at 8-16 KiB x0.76-0.85
 // (2026-12-03 late night, three runs; the tables choose it from 64 KiB, tables.cpp).
 constexpr size_t kCrossMemoryFrom = 32 * 1024;
+// ... on up to this many members. On the 16-core Intel Xeon of 2026-12-04 (plain buffers, 16 KiB
+// to 16 MiB, old and new builds alternately, two runs each) the chunks read from the root's
+// window ran x1.53-2.55 of Open MPI's busbw on 4 members, x2.51-3.32 on 8 and x1.39-2.91 on 16,
+// where the cross-memory broadcast ran x0.99-2.32, x0.79-1.64 and x0.25-0.58: every peer's
+// kernel copy pins the root's pages at the same time (likely the cost; not profiled, that
+// machine has no perf). Two members keep it (x1.46-2.00, the 2-core sweeps).
+constexpr int kCrossMemoryMembers = 2;
 
 CollTask broadcast_split(CollContext& c, size_t buffer, size_t bytes, int root) {
   const size_t half = bytes / 2;
@@ -74,7 +82,7 @@ CollTask broadcast_fetch(CollContext& c, size_t buffer, size_t bytes, int root, 
 CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
                           const std::byte* stage_from, bool stream_staging) {
   if (c.size() == 1 || bytes == 0) return CollTask::finished();
-  if (out != nullptr && bytes >= kCrossMemoryFrom) {
+  if (out != nullptr && bytes >= kCrossMemoryFrom && c.size() <= kCrossMemoryMembers) {
     return broadcast_cross_memory(c, buffer, bytes, root, out, stage_from);
   }
   if (c.size() == 2 && out == nullptr && bytes >= kSplitFrom) {

@@ -55,7 +55,7 @@ CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t coun
 CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
                           std::byte* out = nullptr, const std::byte* stage_from = nullptr,
                           bool stream_staging = false);
-// Plain buffers, from 32 KiB (called by broadcast_direct): each peer reads most of
+// Plain buffers, from 32 KiB on two members (called by broadcast_direct): each peer reads most of
 // the message from the root's buffer and the root writes the rest into each peer's, one kernel
 // copy each; peers it cannot reach so fetch from its window (broadcast_cross_memory.cpp).
 CollTask broadcast_cross_memory(CollContext& c, size_t buffer, size_t bytes, int root,

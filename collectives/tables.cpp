@@ -50,7 +50,15 @@ constexpr Limits kSmallAllreduce{0, kInbox};
 // from 8 KiB as preferred (onephase read in place there until the 2026-12-03 sweep, which
 // found the pushed onephase slower than twophase on symmetric buffers).
 constexpr Ranges kOnephasePlain = kTwoMembers(4097, 32 << 10);
-constexpr Ranges kTwophaseSymmetric = kTwoMembers(1025, kInbox);
+// On more members a push costs a copy per peer and the reduction reads every peer's input, so
+// twophase takes over earlier: 16-core Intel Xeon, 2026-12-04, 4, 8 and 16 members, one sweep
+// each of onephase, twophase and ring at 256 B-64 KiB (docs/performance.md, "Scaling"):
+// symmetric from 1 KiB on all three (4 members 1.32 against onephase's 1.57 us, 16 members
+// 5.74 against 7.07), plain from 4 KiB on 4 members (3.91 against 4.78) and from 2 KiB on 8
+// and 16 (5.12 against 6.26, 10.08 against 11.68). A count between two measured ones takes the
+// rule of the one below; three members keep the preferred choices (not measured).
+constexpr Ranges kTwophaseSymmetric{kTwoMembers(1025, kInbox), Limits{513, kInbox, 4, INT_MAX}};
+constexpr Ranges kTwophasePlain{Limits{2049, kInbox, 4, 7}, Limits{1025, kInbox, 8, INT_MAX}};
 // The exchanges and broadcast on symmetric buffers: reading in place beats one inbox round from
 // 2 KiB blocks (the slot's copy costs more than a read). Broadcast: pushed beats streamed at
 // 512 B on symmetric buffers (on plain ones streamed wins there: 2026-12-03 sweep).
@@ -82,7 +90,14 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // sweep's tolerance, and a non-blocking call there then ran x0.51 of MPI_Ibcast against x0.69
 // pushed, so Open MPI's transfer, with the push for non-blocking calls, stays). Never for
 // allreduce and reduce_scatter, whose staged paths reduce while they copy.
-constexpr Ranges kPipelinedExchangePlain = kTwoMembers((8 << 10) + 1, SIZE_MAX);
+// On 4, 8 and 16 members (16-core Intel Xeon, 2026-12-04, plain buffers, one sweep) the
+// pipelined entry beat the staged mesh from 16 KiB blocks up: all_to_all x1.25-2.50 of Open
+// MPI's busbw against x0.65-1.23 (the mesh below 1.0 on every count), allgather x1.23-2.63
+// against x1.00-1.64, but for two near-ties at 16 KiB blocks (8 members x1.23 against x1.23,
+// 16 members x1.33 against x1.44, within the tolerance). Smaller blocks read mixed and keep the
+// tables' choice; three members keep the mesh (not measured).
+constexpr Ranges kPipelinedExchangePlain{kTwoMembers((8 << 10) + 1, SIZE_MAX),
+                                         Limits{(8 << 10) + 1, SIZE_MAX, 4, INT_MAX}};
 constexpr Ranges kOpenMpiBroadcast = kTwoMembers((8 << 10) + 1, 32 << 10);
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves; the coroutines' adaptors copy
@@ -118,7 +133,7 @@ constexpr AllreduceAlgorithm kAllreduce[] = {
      kOnephasePlain},
     {"twophase", &allreduce_twophase_entry, "reduce-scatter then allgather over the mesh",
      "allreduce(twophase)", kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage,
-     kTwophaseSymmetric},
+     kTwophaseSymmetric, kTwophasePlain},
     {"ring",
      &allreduce_ring_entry,
      "reduce-scatter and allgather around one ring",

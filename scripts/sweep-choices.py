@@ -26,6 +26,7 @@ own file is left alone. Every file's header names the CPU each sweep ran on.
 import argparse
 import datetime
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -61,6 +62,12 @@ def this_cpu():
         return "an unknown CPU"
     return (f"{fields.get('model name', '?')} (family {fields.get('cpu family', '?')} "
             f"model {fields.get('model', '?')})")
+
+
+def swept_ranks(header_line):
+    """The rank counts a sweep's header line names ('2 ranks', '4, 8 and 16 ranks'), as a set."""
+    match = re.search(r"(?<![\d-])((?:\d+, )*\d+(?: and \d+)?) ranks", header_line)
+    return {int(n) for n in re.findall(r"\d+", match.group(1))} if match else set()
 
 
 def run_bench(args, coll, algo, buffers):
@@ -179,14 +186,22 @@ def main():
         "# it. Fields: collective buffers members bytes fastest [others within the tolerance].",
     ]
     rows = {}  # (coll, buffers, members, size) -> line
-    if partial and os.path.exists(args.out):
+    if os.path.exists(args.out):
+        # A partial sweep replaces only its rows; a full one every row of its member count, and
+        # keeps the rows (and their sweeps' header lines) of other counts, such as the
+        # scaling sweeps' (scripts/scaling.sh) on machines with more cores.
         with open(args.out) as f:
             kept = [line.rstrip("\n") for line in f]
-        header = [line for line in kept if line.startswith("#")]
+        if partial:
+            header = [line for line in kept if line.startswith("#")]
+        else:
+            header += [line for line in kept if line.startswith("#") and line not in header
+                       and swept_ranks(line) not in (set(), {args.ranks})]
         for line in kept:
             if line and not line.startswith("#"):
                 fields = line.split()
-                rows[(fields[0], fields[1], int(fields[2]), int(fields[3]))] = line
+                if partial or int(fields[2]) != args.ranks:
+                    rows[(fields[0], fields[1], int(fields[2]), int(fields[3]))] = line
     statistic = f"{args.rank_by} of {args.sweeps} sweeps"
     described = (f"{datetime.date.today()}, {this_cpu()}, {args.ranks} ranks, {swept}: "
                  f"{statistic} ({method})")

@@ -415,6 +415,36 @@ TEST_P(Collectives, AllreduceHandOffWritesToEveryPeerItCanReach) {
   EXPECT_EQ(wrong, 0u);
 }
 
+// The plain broadcast copies straight between the processes on two members only (on more,
+// every peer's kernel copy at once lost, docs/performance.md "Scaling"): root 0, 64 KiB, the
+// second of two calls makes one kernel write on two members (where the first, which also probes
+// the peer, made any) and none on more; every element right either way.
+TEST_P(Collectives, PlainBroadcastCopiesBetweenProcessesOnTwoMembersOnly) {
+  const int p = comm_.size(), me = comm_.rank();
+  if (p < 2 || GetParam()) GTEST_SKIP() << "plain buffers, two members or more";
+  const size_t count = (64 << 10) / 4;
+  int32_t* a = buffers(count * 4).first;
+  uint64_t writes[2] = {0, 0};
+  for (uint64_t& w : writes) {
+    for (size_t i = 0; i < count; ++i)
+      a[i] = me == 0 ? static_cast<int32_t>(i * 7 % 1000) : -1;
+    const uint64_t before = coll::process_memory_writes();
+    comm_.broadcast(a, count, DType::kI32, 0);
+    w = coll::process_memory_writes() - before;
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i)
+      wrong += a[i] != static_cast<int32_t>(i * 7 % 1000) ? 1 : 0;
+    EXPECT_EQ(wrong, 0u) << "rank " << me;
+  }
+  const bool crossed = me == 0 && p == 2 && writes[0] > 0;
+  EXPECT_EQ(writes[1], crossed ? 1u : 0u) << "rank " << me << " of " << p;
+  int usable = coll::process_memory_usable() ? 1 : 0;  // on every member?
+  MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (me == 0 && p == 2 && usable && api::maps_peers(comm_)) {
+    EXPECT_GT(writes[0], 0u) << "two members with the copies on: the first call should cross";
+  }
+}
+
 // Consecutive staged calls of up to 512 KiB that fit in half of the staging buffers take the
 // halves in turn (api/buffer_placement.cpp); larger ones take the first half. Back-to-back calls of
 // every staged collective, sizes on both sides of the half (64 KiB and 48 KiB messages and blocks,

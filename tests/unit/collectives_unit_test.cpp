@@ -216,7 +216,7 @@ TEST(TablesTest, DefaultsMatchTheEarlierChoices) {
                 old_broadcast_choice(bytes, members));
       EXPECT_EQ(unmeasured(allreduce_table(), bytes, members),
                 bytes <= CollContext::kInboxBytes ? "onephase" : "twophase");
-      if (members != 2) {  // the sweep measured two members only
+      if (members != 2) {  // these two tables' measured ranges are for two members only
         EXPECT_EQ(allgather_table().builtin(bytes, members, true).name, exchange);
         EXPECT_EQ(broadcast_table().builtin(bytes, members, true, Buffers::kPlain).name,
                   old_broadcast_choice(bytes, members));
