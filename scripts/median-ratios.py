@@ -17,25 +17,12 @@ collective with the median ratio at each size, then the rows below 1.0 marked
 import statistics
 import sys
 
+import bench_table
+
 
 def read(path):
-    rows, phase = {}, None
-    with open(path) as f:
-        for line in f:
-            if line.startswith("#"):
-                continue
-            fields = line.split()
-            coll, algo, size = fields[0], fields[1], int(fields[2])
-            oop_us, oop_bw, mpi_us, mpi_bw = (float(fields[i]) for i in (3, 4, 7, 8))
-            if coll == "allreduce" and size == 4 and algo == "auto":
-                phase = mpi_us
-            if coll == "allreduce" and algo != "auto":
-                continue
-            if oop_us <= 0 or mpi_us <= 0:
-                continue
-            ratio = mpi_us / oop_us if size < 4096 else (oop_bw / mpi_bw if mpi_bw > 0 else 0)
-            rows[(coll, size)] = ratio
-    return rows, phase
+    rows, phase, _ = bench_table.read(path)
+    return {(coll, size): ratio or 0 for coll, size, ratio in rows}, phase
 
 
 MARKDOWN_SIZES = [8, 1024, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]

@@ -14,28 +14,18 @@ import re
 import statistics
 import sys
 
+import bench_table
+
 BANDS = [("< 4 KiB", 0, 4096), ("4-64 KiB", 4096, 65536), (">= 64 KiB", 65536, 1 << 62)]
 
 
 def read(path):
-    rows, phase, wrong = {}, None, []
-    for line in open(path):
-        if line.startswith("#") or not line.strip():
-            continue
-        f = line.split()
-        coll, algo, size = f[0], f[1], int(f[2])
-        oop_us, oop_bw, mpi_us, mpi_bw = (float(f[i]) for i in (3, 4, 7, 8))
-        if len(f) > 10 and int(f[10]) != 0:
-            wrong.append(f"{coll} {algo} {size} B: {f[10]} wrong elements")
-        if coll == "allreduce" and size == 4 and algo == "auto":
-            phase = mpi_us
-        if (coll == "allreduce" and algo != "auto") or oop_us <= 0 or mpi_us <= 0:
-            continue
-        if size >= 4096 and mpi_bw <= 0:
-            continue  # no busbw to compare (zero bytes moved)
-        ratio = mpi_us / oop_us if size < 4096 else oop_bw / mpi_bw
-        rows.setdefault(coll, []).append((size, ratio))
-    return rows, phase, wrong
+    rows, phase, wrong = bench_table.read(path)
+    by_collective = {}
+    for coll, size, ratio in rows:
+        if ratio is not None:  # no busbw to compare (zero bytes moved)
+            by_collective.setdefault(coll, []).append((size, ratio))
+    return by_collective, phase, wrong
 
 
 def band_medians(points):
