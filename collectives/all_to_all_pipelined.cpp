@@ -4,8 +4,8 @@
 // block straight from its input into its result. Before fetching chunk k of what each peer
 // staged for it, it stages its own chunk k + 1, so the peers' reads overlap its staging. One
 // "done" round at the end. Without a source to stage (symmetric memory, or a non-blocking call
-// that staged it all at the start) it is the mesh. Plain blocks from kCrossMemoryBlocks go
-// straight between the processes (exchange_cross_memory.cpp).
+// that staged it all at the start) it is the mesh. (The `cross_memory` entry,
+// exchange_cross_memory.cpp, copies plain blocks straight between the processes instead.)
 #include <algorithm>
 #include <cstring>
 
@@ -18,13 +18,6 @@ namespace rankflow::coll {
 CollTask all_to_all_pipelined(CollContext& c, size_t src, size_t dst, size_t block,
                               const std::byte* send, std::byte* out, bool stream_staging) {
   if (block == 0) return CollTask::finished();
-  if (out != nullptr && exchanges_cross_memory(c, block)) {
-    // The window region all members use alike and nothing else fills: src, unless the input
-    // was staged whole there (a non-blocking call; send null), then dst. (A blocking call's dst
-    // may differ between members: "in" where send is recv, else "out".)
-    if (send != nullptr) return all_to_all_cross_memory(c, src, block, send, out);
-    return all_to_all_cross_memory(c, dst, block, c.local(src), out);
-  }
   if (send == nullptr || out == nullptr) {
     return all_to_all_mesh(c, src, dst, block, out);
   }

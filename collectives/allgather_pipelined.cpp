@@ -5,8 +5,9 @@
 // one. So a peer fetches chunk k while its owner stages chunk k + 1, instead of waiting for the
 // whole block to be staged, and every copy reads lines a core has just written. One "done"
 // round at the end (nobody reads my window any more). Without a source to stage (symmetric
-// memory, or a non-blocking call that staged it all at the start) it is the mesh. Plain blocks
-// from kCrossMemoryBlocks go straight between the processes (exchange_cross_memory.cpp).
+// memory, or a non-blocking call that staged it all at the start) it is the mesh. (The
+// `cross_memory` entry, exchange_cross_memory.cpp, copies plain blocks straight between the
+// processes instead of staging them.)
 #include <algorithm>
 #include <cstring>
 
@@ -19,13 +20,6 @@ namespace rankflow::coll {
 CollTask allgather_pipelined(CollContext& c, size_t src, size_t dst, size_t block, size_t elem_size,
                              const std::byte* send, std::byte* out, bool stream_staging) {
   if (block == 0) return CollTask::finished();
-  if (out != nullptr && exchanges_cross_memory(c, block)) {
-    // The window region all members use alike and nothing else fills: src, unless the input
-    // was staged whole there (a non-blocking call; send null), then dst. (A blocking call's dst
-    // may differ between members: "in" where send is recv, else "out".)
-    if (send != nullptr) return allgather_cross_memory(c, src, block, send, out);
-    return allgather_cross_memory(c, dst, block, c.local(src), out);
-  }
   if (send == nullptr || out == nullptr) {
     return allgather_mesh(c, src, dst, block / elem_size, elem_size, out);
   }

@@ -82,13 +82,20 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
 // Elements per segment of a message on the caller's memory (plain buffers; symmetric memory
 // takes the delivering path and is never segmented): at least 1 MiB (half the 2 MiB L2 of a
 // core on the Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 4
-// segments a call (counted in elements, so rounding never makes a fifth), up to 16 MiB. Each
+// segments a call (counted in elements, so rounding never makes a fifth), up to 4 MiB. Each
 // segment costs two rounds of signals, and more of them collapsed the 16 MiB call on the loaded
 // machine of 2026-12-03 night (16 segments x0.63-0.78 of Open MPI, 8 x0.73-1.11, 4 x1.24-1.52;
-// docs/performance.md). Larger messages go whole: segmenting 32-64 MiB measured slower (4
-// segments x1.42-1.45 against x1.81-1.92 whole; 256 KiB-2 MiB segments x1.2-7 slower).
+// docs/performance.md). Larger messages go whole. Segments reuse the window's first segment
+// (below), so a member stages into lines its peer has just read; where the two cores sit on
+// different core complexes (the AMD EPYC of 2026-12-04 in its slow mode) every such store takes
+// the line back across them: 8 and 16 MiB in four segments ran x0.84-1.30 and x0.83-1.69 of Open
+// MPI's busbw there, whole x1.43-1.82 and x1.49-1.76 (in the fast mode x1.70-2.01 segmented
+// against x1.46-1.55 whole; segments without the reuse x1.25-1.89; the same builds alternately,
+// eight launches each, docs/performance.md). 32-64 MiB in segments measured slower on the Intel
+// Xeon too (4 segments x1.42-1.45 against x1.81-1.92 whole; 256 KiB-2 MiB segments x1.2-7
+// slower).
 size_t segment_elements(const AllreduceArgs& a) {
-  constexpr size_t kSegmentedUpTo = size_t{16} << 20;
+  constexpr size_t kSegmentedUpTo = size_t{4} << 20;
   constexpr size_t kMinSegmentBytes = size_t{1} << 20;
   constexpr size_t kMaxSegments = 4;
   const size_t es = a.reducer->elem_size;

@@ -78,16 +78,16 @@ CollTask all_to_all_pipelined(CollContext& c, size_t src, size_t dst, size_t blo
 CollTask all_to_all_pipelined_staged(CollContext& c, size_t src, size_t block,
                                      const std::byte* send, std::byte* out, bool stream_staging);
 
-// Plain buffers, blocks from kCrossMemoryBlocks (called by the pipelined entries): each member
-// writes the blocks its peers get straight into their recv, one kernel copy each, or into their
-// windows where it cannot (exchange_cross_memory.cpp). `region`: a window region of P blocks
-// at the same offset on every member that nothing else uses during the call.
-inline constexpr size_t kCrossMemoryBlocks = 16 * 1024;
-bool exchanges_cross_memory(const CollContext& c, size_t block);
-CollTask allgather_cross_memory(CollContext& c, size_t region, size_t block, const std::byte* send,
-                                std::byte* out);
-CollTask all_to_all_cross_memory(CollContext& c, size_t region, size_t block, const std::byte* send,
-                                 std::byte* out);
+// allgather and all_to_all, cross-memory (exchange_cross_memory.cpp): each member writes the
+// blocks its peers get straight into their recv, one kernel copy each, or into their windows
+// where it cannot (another host, the kernel refuses, an in-place all_to_all). Arguments as for
+// the pipelined ones; with a null `out` (symmetric memory), or blocks too small for the
+// exchange's header, they run the pipelined ones.
+CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
+                                size_t elem_size, const std::byte* send, std::byte* out,
+                                bool stream_staging);
+CollTask all_to_all_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
+                                 const std::byte* send, std::byte* out, bool stream_staging);
 
 // Small blocks through the low-latency inbox, one round, any local memory (see the files):
 // true when blocks of `block_bytes` fit a slot.

@@ -1,5 +1,5 @@
-// allgather and all_to_all, cross-memory: the caller's plain buffers on one host, blocks from
-// kCrossMemoryBlocks up (called by the pipelined entries). No staging: each member writes the
+// allgather and all_to_all, cross-memory (the tables' `cross_memory`): the caller's plain
+// buffers on one host. No staging: each member writes the
 // block each peer gets (all of send for allgather, block p for member p in all_to_all) straight
 // into that peer's recv with one kernel copy (process_memory.h), and copies its own block. Two
 // rounds: "ready" (my header is written), then "done" (my blocks are in your recv, or in your
@@ -91,18 +91,28 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
 
 }  // namespace
 
-bool exchanges_cross_memory(const CollContext& c, size_t block) {
-  return block >= kCrossMemoryBlocks && block >= header_bytes(c.size());
+// The window region all members use alike and nothing else fills: src, unless the input was
+// staged whole there (a non-blocking call; send null), then dst. (A blocking call's dst may
+// differ between members: "in" where send is recv, else "out".)
+CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
+                                size_t elem_size, const std::byte* send, std::byte* out,
+                                bool stream_staging) {
+  if (block == 0) return CollTask::finished();
+  if (out == nullptr || block < header_bytes(c.size())) {
+    return allgather_pipelined(c, src, dst, block, elem_size, send, out, stream_staging);
+  }
+  if (send != nullptr) return exchange(c, src, block, send, out, false);
+  return exchange(c, dst, block, c.local(src), out, false);
 }
 
-CollTask allgather_cross_memory(CollContext& c, size_t region, size_t block, const std::byte* send,
-                                std::byte* out) {
-  return exchange(c, region, block, send, out, false);
-}
-
-CollTask all_to_all_cross_memory(CollContext& c, size_t region, size_t block, const std::byte* send,
-                                 std::byte* out) {
-  return exchange(c, region, block, send, out, true);
+CollTask all_to_all_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
+                                 const std::byte* send, std::byte* out, bool stream_staging) {
+  if (block == 0) return CollTask::finished();
+  if (out == nullptr || block < header_bytes(c.size())) {
+    return all_to_all_pipelined(c, src, dst, block, send, out, stream_staging);
+  }
+  if (send != nullptr) return exchange(c, src, block, send, out, true);
+  return exchange(c, dst, block, c.local(src), out, true);
 }
 
 }  // namespace rankflow::coll

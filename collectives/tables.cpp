@@ -75,8 +75,8 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // Open MPI (the `mpi` entries) on plain buffers: on one host it copies a message once, through
 // CMA, where a staged path copies it into the window and the peers copy it out. On two members
 // it runs as a pairwise exchange that copies the own block while the transfer runs
-// (api/mpi_pairwise.h). allgather and all_to_all: the `pipelined` entry from 16 KiB blocks up,
-// which on one host copies each block straight into the peers' recv (exchange_cross_memory.cpp;
+// (api/mpi_pairwise.h). allgather and all_to_all: `cross_memory` from 16 KiB blocks up, which on
+// one host copies each block straight into the peers' recv (exchange_cross_memory.cpp;
 // 2026-12-03 late night: x1.24-1.33 of Open MPI at 16 KiB blocks against x1.00-1.01 for its own
 // transfer, x1.68-2.51 at 32-512 KiB, x1.03-1.59 to 8 MiB). At 16-32 MiB blocks the two are
 // within a few percent and the machine decides: on the Intel Xeon of 2026-12-03 the kernel copy
@@ -90,14 +90,16 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // sweep's tolerance, and a non-blocking call there then ran x0.51 of MPI_Ibcast against x0.69
 // pushed, so Open MPI's transfer, with the push for non-blocking calls, stays). Never for
 // allreduce and reduce_scatter, whose staged paths reduce while they copy.
-// On 4, 8 and 16 members (16-core Intel Xeon, 2026-12-04, plain buffers, one sweep) the
-// pipelined entry beat the staged mesh from 16 KiB blocks up: all_to_all x1.25-2.50 of Open
+// (Until 2026-12-04 the `pipelined` entry switched to the cross-memory copy by itself from 16 KiB
+// blocks, so the sweeps of those days name it there.) On 4, 8 and 16 members (16-core Intel
+// Xeon, 2026-12-04, plain buffers, one sweep) `cross_memory` beat the staged mesh from 16 KiB
+// blocks up: all_to_all x1.25-2.50 of Open
 // MPI's busbw against x0.65-1.23 (the mesh below 1.0 on every count), allgather x1.23-2.63
 // against x1.00-1.64, but for two near-ties at 16 KiB blocks (8 members x1.23 against x1.23,
 // 16 members x1.33 against x1.44, within the tolerance). Smaller blocks read mixed and keep the
 // tables' choice; three members keep the mesh (not measured).
-constexpr Ranges kPipelinedExchangePlain{kTwoMembers((8 << 10) + 1, SIZE_MAX),
-                                         Limits{(8 << 10) + 1, SIZE_MAX, 4, INT_MAX}};
+constexpr Ranges kCrossMemoryExchangePlain{kTwoMembers((8 << 10) + 1, SIZE_MAX),
+                                           Limits{(8 << 10) + 1, SIZE_MAX, 4, INT_MAX}};
 constexpr Ranges kOpenMpiBroadcast = kTwoMembers((8 << 10) + 1, 32 << 10);
 
 // ---- allreduce: the algorithms take AllreduceArgs themselves; the coroutines' adaptors copy
@@ -179,6 +181,10 @@ CollTask allgather_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
   return allgather_pipelined(c, a.src, a.dst, a.block_bytes, a.elem_size, a.src_ptr, a.dst_ptr,
                              a.stream_staging);
 }
+CollTask allgather_cross_memory_entry(CollContext& c, const ExchangeArgs& a) {
+  return allgather_cross_memory(c, a.src, a.dst, a.block_bytes, a.elem_size, a.src_ptr,
+                                a.dst_ptr, a.stream_staging);
+}
 
 constexpr AllgatherAlgorithm kAllgather[] = {
     {"pushed",
@@ -207,7 +213,19 @@ constexpr AllgatherAlgorithm kAllgather[] = {
      true,
      kNoMessage,
      {},
-     kPipelinedExchangePlain},
+     {}},
+    {"cross_memory",
+     &allgather_cross_memory_entry,
+     "each block straight into the peers' recv, one kernel copy each (one host; else their windows)",
+     "allgather(cross_memory)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     true,
+     true,
+     kNoMessage,
+     {},
+     kCrossMemoryExchangePlain},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Allgather on the communicator (blocking calls)",
@@ -311,6 +329,10 @@ CollTask all_to_all_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
   return all_to_all_pipelined(c, a.src, a.dst, a.block_bytes, a.src_ptr, a.dst_ptr,
                               a.stream_staging);
 }
+CollTask all_to_all_cross_memory_entry(CollContext& c, const ExchangeArgs& a) {
+  return all_to_all_cross_memory(c, a.src, a.dst, a.block_bytes, a.src_ptr, a.dst_ptr,
+                                 a.stream_staging);
+}
 
 constexpr AllToAllAlgorithm kAllToAll[] = {
     {"pushed",
@@ -339,7 +361,19 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
      true,
      kNoMessage,
      {},
-     kPipelinedExchangePlain},
+     {}},
+    {"cross_memory",
+     &all_to_all_cross_memory_entry,
+     "each peer's block straight into the peers' recv, one kernel copy each (one host; else their windows)",
+     "all_to_all(cross_memory)",
+     kAnyMessage,
+     kNoMessage,
+     kNoMessage,
+     true,
+     true,
+     kNoMessage,
+     {},
+     kCrossMemoryExchangePlain},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Alltoall on the communicator (blocking calls)",

@@ -39,12 +39,13 @@ STREAM = 512  # CollContext::kStreamBytes
 ALGORITHMS = {
     "allreduce": [("onephase", None, 0), ("twophase", None, 0), ("ring", None, 0),
                   ("bidirectional_ring", None, 0), ("ibing", None, 0), ("mpi", None, 0)],
-    "allgather": [("pushed", INBOX, 1), ("mesh", None, 0), ("pipelined", None, 0), ("mpi", None, 0)],
+    "allgather": [("pushed", INBOX, 1), ("mesh", None, 0), ("pipelined", None, 0),
+                  ("cross_memory", None, 0), ("mpi", None, 0)],
     "reduce_scatter": [("pushed", INBOX, 1), ("mesh", None, 0), ("mpi", None, 0)],
     "broadcast": [("streamed", STREAM, 0), ("pushed", INBOX, 1), ("direct", None, 0),
                   ("mpi", None, 0)],
     "all_to_all": [("pushed", INBOX, 1), ("mesh", None, 0), ("pipelined", None, 0),
-                   ("mpi", None, 0)],
+                   ("cross_memory", None, 0), ("mpi", None, 0)],
 }
 BUFFERS = ["symmetric", "user"]
 

@@ -238,7 +238,7 @@ TEST(TablesTest, WithoutOpenMpiItsRangesPushWhereTheMessageFits) {
     EXPECT_TRUE(broadcast_table().builtin(bytes, 2, true, Buffers::kPlain, true).open_mpi);
     EXPECT_EQ(broadcast_table().builtin(bytes, 2, true, Buffers::kPlain, false).name, "pushed");
   }
-  // From 16 KiB blocks up the pipelined entries, which on one host copy straight between the
+  // From 16 KiB blocks up the cross-memory entries, which on one host copy straight between the
   // processes, are chosen whether or not Open MPI's transfer may run (Open MPI's is never the
   // built-in choice for them since the sweep of 2026-12-04).
   for (size_t bytes :
@@ -246,9 +246,9 @@ TEST(TablesTest, WithoutOpenMpiItsRangesPushWhereTheMessageFits) {
     SCOPED_TRACE(bytes);
     for (bool open_mpi : {true, false}) {
       EXPECT_EQ(allgather_table().builtin(bytes, 2, true, Buffers::kPlain, open_mpi).name,
-                "pipelined");
+                "cross_memory");
       EXPECT_EQ(all_to_all_table().builtin(bytes, 2, true, Buffers::kPlain, open_mpi).name,
-                "pipelined");
+                "cross_memory");
     }
   }
 }
