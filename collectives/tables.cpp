@@ -182,8 +182,8 @@ CollTask allgather_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
                              a.stream_staging);
 }
 CollTask allgather_cross_memory_entry(CollContext& c, const ExchangeArgs& a) {
-  return allgather_cross_memory(c, a.src, a.dst, a.block_bytes, a.elem_size, a.src_ptr,
-                                a.dst_ptr, a.stream_staging);
+  return allgather_cross_memory(c, a.src, a.dst, a.block_bytes, a.elem_size, a.src_ptr, a.dst_ptr,
+                                a.stream_staging);
 }
 
 constexpr AllgatherAlgorithm kAllgather[] = {
@@ -216,7 +216,8 @@ constexpr AllgatherAlgorithm kAllgather[] = {
      {}},
     {"cross_memory",
      &allgather_cross_memory_entry,
-     "each block straight into the peers' recv, one kernel copy each (one host; else their windows)",
+     "each block straight into the peers' recv, one kernel copy each (one host; else their "
+     "windows)",
      "allgather(cross_memory)",
      kAnyMessage,
      kNoMessage,
@@ -364,7 +365,8 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
      {}},
     {"cross_memory",
      &all_to_all_cross_memory_entry,
-     "each peer's block straight into the peers' recv, one kernel copy each (one host; else their windows)",
+     "each peer's block straight into the peers' recv, one kernel copy each (one host; else their "
+     "windows)",
      "all_to_all(cross_memory)",
      kAnyMessage,
      kNoMessage,

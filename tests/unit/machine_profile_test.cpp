@@ -155,8 +155,7 @@ TEST(MachineProfile, OpenMpiRuleFallsBackToAPushWhereOpenMpiMayNotRun) {
   // allgather blocks on plain buffers): the machine measured Open MPI, whose nearest is a push.
   const MeasuredRule<ExchangeArgs> gather[] = {
       {Limits{16384, 16384}, Buffers::kPlain, &allgather_table().find("mpi")}};
-  EXPECT_EQ(allgather_table().builtin(16384, 2, true, Buffers::kPlain, false).name,
-            "cross_memory");
+  EXPECT_EQ(allgather_table().builtin(16384, 2, true, Buffers::kPlain, false).name, "cross_memory");
   EXPECT_EQ(allgather_table().builtin(16384, 2, true, Buffers::kPlain, false, gather).name,
             "pushed");
   EXPECT_TRUE(allgather_table().builtin(16384, 2, true, Buffers::kPlain, true, gather).open_mpi);
