@@ -9,10 +9,14 @@ namespace rankflow::coll {
 
 namespace {
 
-// Below, the system call costs more than the peer's fetch saves: on the Intel Xeon of
+// Below, the system call costs more than the peer's fetch saves. On the Intel Xeon of
 // 2026-12-03 a two-member 64 KiB call ran x2.01 of Open MPI handing off against x2.23 fetching,
-// and 128 KiB x1.91 against x1.58 (five runs of each build, alternated).
-constexpr size_t kHandOffFrom = 128 * 1024;
+// and 128 KiB x1.91 against x1.58 (five runs of each build, alternated), so it began at 128 KiB.
+// On the AMD EPYC of 2026-12-04 evening, 64 KiB: x1.95-1.98 handing off against x1.26-1.34
+// fetching in the slow mode (the peer's fetch reads across core complexes), x1.82-1.88 against
+// x1.84-1.86 in the fast one (eight launches of each build, alternated,
+// docs/data/ab-amd-zen4-2026-12-04-evening/ho64.txt).
+constexpr size_t kHandOffFrom = 64 * 1024;
 
 }  // namespace
 

@@ -386,8 +386,8 @@ TEST_P(Collectives, AllreduceHandsPartsToThePeersRecv) {
 
 // The hand-off chooses per peer: a member that uses the kernel's copies writes its part into
 // the recv of every peer that does too (where the peers' memory is mapped: one host), and puts
-// it into the windows of the others. One 512 KiB call is one segment, so each member makes
-// exactly one kernel write per such peer (collectives.np3.mixed_cross_memory switches the
+// it into the windows of the others. A 64 KiB or 512 KiB call is one segment, so each member
+// makes exactly one kernel write per such peer (collectives.np3.mixed_cross_memory switches the
 // copies off on rank 1 alone; elsewhere every member has them, or, over TCP, none is mapped).
 TEST_P(Collectives, AllreduceHandOffWritesToEveryPeerItCanReach) {
   const int p = comm_.size(), me = comm_.rank();
@@ -399,20 +399,22 @@ TEST_P(Collectives, AllreduceHandOffWritesToEveryPeerItCanReach) {
   for (int q = 0; q < p; ++q)
     reachable += q != me && usable_at[static_cast<size_t>(q)] ? 1 : 0;
   const uint64_t expected = usable && api::maps_peers(comm_) ? static_cast<uint64_t>(reachable) : 0;
-  const size_t count = (512 << 10) / 4;
-  auto [a, b] = buffers(count * 4);
-  for (size_t i = 0; i < count; ++i)
-    a[i] = static_cast<int32_t>(i % 1000) * (me + 1);
-  const uint64_t before = coll::process_memory_writes();
-  comm_.allreduce(a, b, count, DType::kI32, ReduceOp::kSum, "twophase");
-  EXPECT_EQ(coll::process_memory_writes() - before, expected)
-      << "rank " << me << " (kernel copies " << (usable ? "on" : "off") << ", " << reachable
-      << " peers with them on)";
-  const int32_t ranks = p * (p + 1) / 2;
-  size_t wrong = 0;
-  for (size_t i = 0; i < count; ++i)
-    wrong += b[i] != static_cast<int32_t>(i % 1000) * ranks ? 1 : 0;
-  EXPECT_EQ(wrong, 0u);
+  for (const size_t bytes : {size_t{64} << 10, size_t{512} << 10}) {  // from 64 KiB on
+    const size_t count = bytes / 4;
+    auto [a, b] = buffers(count * 4);
+    for (size_t i = 0; i < count; ++i)
+      a[i] = static_cast<int32_t>(i % 1000) * (me + 1);
+    const uint64_t before = coll::process_memory_writes();
+    comm_.allreduce(a, b, count, DType::kI32, ReduceOp::kSum, "twophase");
+    EXPECT_EQ(coll::process_memory_writes() - before, expected)
+        << "rank " << me << ", " << bytes << " bytes (kernel copies " << (usable ? "on" : "off")
+        << ", " << reachable << " peers with them on)";
+    const int32_t ranks = p * (p + 1) / 2;
+    size_t wrong = 0;
+    for (size_t i = 0; i < count; ++i)
+      wrong += b[i] != static_cast<int32_t>(i % 1000) * ranks ? 1 : 0;
+    EXPECT_EQ(wrong, 0u);
+  }
 }
 
 // The plain broadcast copies straight between the processes on two members only (on more,
