@@ -9,21 +9,28 @@ namespace rankflow::coll {
 
 namespace {
 
-// Below, the system call costs more than the peer's fetch saves. On the Intel Xeon of
+// Below, the system calls cost more than the peers' fetches save. On the Intel Xeon of
 // 2026-12-03 a two-member 64 KiB call ran x2.01 of Open MPI handing off against x2.23 fetching,
 // and 128 KiB x1.91 against x1.58 (five runs of each build, alternated), so it began at 128 KiB.
-// On the AMD EPYC of 2026-12-04 evening, 64 KiB: x1.95-1.98 handing off against x1.26-1.34
-// fetching in the slow mode (the peer's fetch reads across core complexes), x1.82-1.88 against
-// x1.84-1.86 in the fast one (eight launches of each build, alternated,
-// docs/data/ab-amd-zen4-2026-12-04-evening/ho64.txt).
-constexpr size_t kHandOffFrom = 64 * 1024;
+// On the AMD EPYC of 2026-12-04 evening, two members, 64 KiB: x1.95-1.98 handing off against
+// x1.26-1.34 fetching in the slow mode (the peer's fetch reads across core complexes), x1.82-1.88
+// against x1.84-1.86 in the fast one (eight launches of each build, alternated,
+// docs/data/ab-amd-zen4-2026-12-04-evening/ho64.txt), so two members hand off from 64 KiB. On
+// more members each owner makes one kernel copy per peer of a part 1/P as long, not measured
+// below 128 KiB: they keep it.
+constexpr size_t kHandOffFrom = 128 * 1024;
+constexpr size_t kTwoMemberHandOffFrom = 64 * 1024;
+
+size_t hand_off_from(int members) {
+  return members == 2 ? kTwoMemberHandOffFrom : kHandOffFrom;
+}
 
 }  // namespace
 
 bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segment) {
   const size_t smallest_part = segment / static_cast<size_t>(c.size());
   return a.src_ptr != nullptr && a.dst_ptr != nullptr && segment > 0 && a.count % segment == 0 &&
-         a.count * a.reducer->elem_size >= kHandOffFrom &&
+         a.count * a.reducer->elem_size >= hand_off_from(c.size()) &&
          smallest_part * a.reducer->elem_size >= header_bytes(c.size());
 }
 
