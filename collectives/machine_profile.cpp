@@ -30,6 +30,12 @@ constexpr size_t KiB = 1024;
 // MPI in either mode. Where it differs from the tables (times relative to Open MPI's, the range
 // over the sweeps, lower is faster):
 constexpr MachineChoice kAmdZen4[] = {
+    // allreduce 32 KiB: twophase (handing its part to the peer's recv from 32 KiB on two
+    // members, part_hand_off.cpp) first in the sweeps' mean, the tables' onephase within the
+    // tolerance; in the evening's launches twophase x1.86-2.09 of Open MPI's busbw in the fast
+    // mode, onephase x1.56-2.26; in the slow one, ten launches of each build alternated,
+    // x1.84-2.03 against x1.22-1.52 (docs/data/ab-amd-zen4-2026-12-04-evening/allreduce32k.txt).
+    {Collective::kAllreduce, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 32 * KiB), "twophase"},
     // allgather, 4 KiB blocks: pipelined 0.26-0.68, the tables' pushed 0.19-0.81; 8 KiB blocks:
     // cross_memory 0.89-0.90 (eight sweeps), pushed 0.41-1.77, pipelined 0.48-1.27, Open MPI's
     // transfer 0.99-1.05.
