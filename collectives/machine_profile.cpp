@@ -23,12 +23,12 @@ constexpr size_t KiB = 1024;
 // relative to Open MPI's in the same run (collectives/sweep_choices.amd-zen4.txt; each sweep's
 // times in docs/data/sweep-amd-zen4-2026-12-04-*.txt). The machine runs in two modes (its two
 // cores on one core complex or on two, docs/performance.md), and the pushed and staged paths'
-// times grow 2-3 times in the slow one. reduce_scatter and broadcast: ranked by the mean of five
-// sweeps, which weighs that loss against the gain in the fast mode. allgather and all_to_all:
-// ranked by the worst of sixteen (eight with `cross_memory`, eight from before it, whose
-// `pipelined` ran that copy from 16 KiB blocks), since the issue asks for never slower than Open
-// MPI in either mode. Where it differs from the tables (times relative to Open MPI's, the range
-// over the sweeps, lower is faster):
+// times grow 2-3 times in the slow one. allreduce, reduce_scatter and broadcast: ranked by the mean
+// of five sweeps, which weighs that loss against the gain in the fast mode. allgather and
+// all_to_all: ranked by the worst of sixteen (eight with `cross_memory`, eight from before it,
+// whose `pipelined` ran that copy from 16 KiB blocks), since the issue asks for never slower than
+// Open MPI in either mode. Where it differs from the tables (times relative to Open MPI's, the
+// range over the sweeps, lower is faster):
 constexpr MachineChoice kAmdZen4[] = {
     // allreduce 32 KiB: twophase (handing its part to the peer's recv from 32 KiB on two
     // members, part_hand_off.cpp) first in the sweeps' mean, the tables' onephase within the
