@@ -30,7 +30,7 @@ constexpr size_t KiB = 1024;
 // Open MPI in either mode. Where it differs from the tables (times relative to Open MPI's, the
 // range over the sweeps, lower is faster):
 constexpr MachineChoice kAmdZen4[] = {
-    // allreduce 32 KiB: twophase (handing its part to the peer's recv from 32 KiB on two
+    // allreduce 32 KiB: twophase (handing its part to the peer's recv from 16 KiB on two
     // members, part_hand_off.cpp) first in the sweeps' mean, the tables' onephase within the
     // tolerance; in the evening's launches twophase x1.86-2.09 of Open MPI's busbw in the fast
     // mode, onephase x1.56-2.26; in the slow one, ten launches of each build alternated,

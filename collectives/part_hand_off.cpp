@@ -15,14 +15,16 @@ namespace {
 // On the AMD EPYC of 2026-12-04 evening, two members, 64 KiB: x1.95-1.98 handing off against
 // x1.26-1.34 fetching in the slow mode (the peer's fetch reads across core complexes), x1.82-1.88
 // against x1.84-1.86 in the fast one (eight launches of each build, alternated,
-// docs/data/ab-amd-zen4-2026-12-04-evening/ho64.txt); 32 KiB, twophase forced (the amd-zen4
-// profile's choice there): x1.86-2.09 in the fast mode, x1.96 in the slow one, where the tables'
-// onephase read x1.56-2.26 and x1.20-1.51 (twophase32k.txt). So two members hand off from
-// 32 KiB (below, the tables run onephase; twophase only where forced). On
-// more members each owner makes one kernel copy per peer of a part 1/P as long, not measured
-// below 128 KiB: they keep it.
+// docs/data/ab-amd-zen4-2026-12-04-evening/ho64.txt); twophase forced, handing off from 16 KiB
+// (the amd-zen4 profile runs twophase from 16 KiB + 1 on two members): 32 KiB x1.86-2.09 in the
+// fast mode and x1.84-2.03 in the slow one, 16 KiB x1.83-2.11 in all launches but one (x0.98),
+// where the tables' onephase read x1.56-2.26 / x1.20-1.52 and x1.23-3.29 (twophase32k.txt,
+// allreduce32k.txt).
+// So two members hand off from 16 KiB: wherever twophase runs on plain buffers there (below,
+// the tables run onephase; twophase only where forced). On more members each owner makes one
+// kernel copy per peer of a part 1/P as long, not measured below 128 KiB: they keep it.
 constexpr size_t kHandOffFrom = 128 * 1024;
-constexpr size_t kTwoMemberHandOffFrom = 32 * 1024;
+constexpr size_t kTwoMemberHandOffFrom = 16 * 1024;
 
 size_t hand_off_from(int members) {
   return members == 2 ? kTwoMemberHandOffFrom : kHandOffFrom;

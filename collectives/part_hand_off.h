@@ -30,8 +30,8 @@ namespace rankflow::coll {
 class PartHandOff {
  public:
   // True where a call of `a` in segments of `segment` elements hands off: plain send and recv
-  // (in place too), from 128 KiB, every segment the same length, room for the header in each
-  // part.
+  // (in place too), from 16 KiB on two members and 128 KiB on more, every segment the same
+  // length, room for the header in each part.
   static bool fits(const CollContext& c, const AllreduceArgs& a, size_t segment);
 
   // Publishes this member's header (before the call's first kReady).

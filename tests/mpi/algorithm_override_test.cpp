@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "api/communicator_internal.h"
+#include "collectives/process_memory.h"
 #include "collectives/registry.h"
 #include "mpi_test_main.h"
 #include "rankflow/communicator.h"
@@ -182,6 +183,57 @@ TEST_P(AlgorithmOverride, AllToAllEveryAlgorithm) {
     }
     release();
   }
+}
+
+// `cross_memory` copies each block straight into the peers' recv, one kernel write per peer,
+// where the peers' windows are mapped (one host) and the kernel's copies work; `pipelined`
+// stages and makes none. Plain 16 KiB blocks out of place, forced through `variable`, and as the
+// tables choose there (cross_memory on two members and on four or more, collectives.md): a
+// `cross_memory` that fell back to the staging, or a table that chose another path, would show
+// in the count. `call(comm, a, b, count)` runs the collective and checks its result.
+template <typename Call>
+void expect_cross_memory_writes(const char* variable, Call&& call) {
+  const size_t count = 4096;  // 16 KiB of int32 a block
+  for (const char* name : {"cross_memory", "pipelined", ""}) {
+    SCOPED_TRACE(std::string(variable) + "=" + (*name ? name : "(the tables' choice)"));
+    Communicator comm = *name ? forced(variable, name) : Communicator::from_mpi(MPI_COMM_WORLD);
+    const int p = comm.size();
+    const bool crosses = *name ? std::string(name) == "cross_memory" : p == 2 || p >= 4;
+    const bool reaches = p > 1 && coll::process_memory_usable() && api::maps_peers(comm);
+    std::vector<int32_t> a(count * static_cast<size_t>(p)), b(a.size());
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = value(comm.rank(), i);
+    const uint64_t before = coll::process_memory_writes();
+    call(comm, a.data(), b.data(), count);
+    EXPECT_EQ(coll::process_memory_writes() - before,
+              crosses && reaches ? static_cast<uint64_t>(p - 1) : 0)
+        << "rank " << comm.rank();
+  }
+}
+
+TEST(CrossMemory, AllgatherWritesStraightIntoThePeersRecv) {
+  expect_cross_memory_writes(
+      "RANKFLOW_ALLGATHER", [](Communicator& comm, const int32_t* a, int32_t* b, size_t count) {
+        comm.allgather(a, b, count, DType::kI32);
+        for (int r = 0; r < comm.size(); ++r) {
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(b[static_cast<size_t>(r) * count + i], value(r, i)) << r << " " << i;
+        }
+      });
+}
+
+TEST(CrossMemory, AllToAllWritesStraightIntoThePeersRecv) {
+  expect_cross_memory_writes("RANKFLOW_ALL_TO_ALL",
+                             [](Communicator& comm, const int32_t* a, int32_t* b, size_t count) {
+                               comm.all_to_all(a, b, count, DType::kI32);
+                               for (int r = 0; r < comm.size(); ++r) {
+                                 for (size_t i = 0; i < count; ++i) {
+                                   ASSERT_EQ(b[static_cast<size_t>(r) * count + i],
+                                             value(r, static_cast<size_t>(comm.rank()) * count + i))
+                                       << r << " " << i;
+                                 }
+                               }
+                             });
 }
 
 TEST_P(AlgorithmOverride, AllreduceEveryAlgorithmThroughTheEnvironment) {

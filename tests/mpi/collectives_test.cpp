@@ -386,7 +386,7 @@ TEST_P(Collectives, AllreduceHandsPartsToThePeersRecv) {
 
 // The hand-off chooses per peer: a member that uses the kernel's copies writes its part into
 // the recv of every peer that does too (where the peers' memory is mapped: one host), and puts
-// it into the windows of the others, from 32 KiB on two members and 128 KiB on more. A 32 KiB
+// it into the windows of the others, from 16 KiB on two members and 128 KiB on more. An 8, 16
 // or 512 KiB call is one segment, so each member makes exactly one kernel write per such peer
 // (collectives.np3.mixed_cross_memory switches the copies off on rank 1 alone; elsewhere every
 // member has them, or, over TCP, none is mapped).
@@ -400,9 +400,9 @@ TEST_P(Collectives, AllreduceHandOffWritesToEveryPeerItCanReach) {
   for (int q = 0; q < p; ++q)
     reachable += q != me && usable_at[static_cast<size_t>(q)] ? 1 : 0;
   const uint64_t expected = usable && api::maps_peers(comm_) ? static_cast<uint64_t>(reachable) : 0;
-  for (const size_t bytes : {size_t{32} << 10, size_t{512} << 10}) {
-    // From 32 KiB on two members, 128 KiB on more (part_hand_off.cpp).
-    const size_t from = p == 2 ? size_t{32} << 10 : size_t{128} << 10;
+  for (const size_t bytes : {size_t{8} << 10, size_t{16} << 10, size_t{512} << 10}) {
+    // From 16 KiB on two members, 128 KiB on more (part_hand_off.cpp).
+    const size_t from = p == 2 ? size_t{16} << 10 : size_t{128} << 10;
     const uint64_t writes = bytes >= from ? expected : 0;
     const size_t count = bytes / 4;
     auto [a, b] = buffers(count * 4);

@@ -151,7 +151,7 @@ TEST(MachineProfile, OpenMpiRuleFallsBackToAPushWhereOpenMpiMayNotRun) {
       {Limits{1024, 2048}, Buffers::kPlain, &broadcast_table().find("mpi")}};
   EXPECT_TRUE(broadcast_table().builtin(2048, 2, true, Buffers::kPlain, true, rules).open_mpi);
   EXPECT_EQ(broadcast_table().builtin(2048, 2, true, Buffers::kPlain, false, rules).name, "pushed");
-  // Even where the table's own measured ranges name another algorithm (`pipelined` for 16 KiB
+  // Even where the table's own measured ranges name another algorithm (`cross_memory` for 16 KiB
   // allgather blocks on plain buffers): the machine measured Open MPI, whose nearest is a push.
   const MeasuredRule<ExchangeArgs> gather[] = {
       {Limits{16384, 16384}, Buffers::kPlain, &allgather_table().find("mpi")}};
