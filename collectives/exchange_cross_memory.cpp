@@ -89,30 +89,35 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
   published.withdraw();  // every peer is done with it (their "done")
 }
 
+// The exchange, from the window region all members use alike and nothing else fills: src,
+// unless the input was staged whole there (a non-blocking call; send null), then dst. (A blocking
+// call's dst may differ between members: "in" where send is recv, else "out".) `staged()` is
+// the pipelined twin, which runs instead where recv is not the caller's memory or a block is
+// smaller than the header.
+template <typename Staged>
+CollTask exchange_or_staged(CollContext& c, size_t src, size_t dst, size_t block,
+                            const std::byte* send, std::byte* out, bool per_peer, Staged&& staged) {
+  if (block == 0) return CollTask::finished();
+  if (out == nullptr || block < header_bytes(c.size())) return staged();
+  if (send != nullptr) return exchange(c, src, block, send, out, per_peer);
+  return exchange(c, dst, block, c.local(src), out, per_peer);
+}
+
 }  // namespace
 
-// The window region all members use alike and nothing else fills: src, unless the input was
-// staged whole there (a non-blocking call; send null), then dst. (A blocking call's dst may
-// differ between members: "in" where send is recv, else "out".)
 CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
                                 size_t elem_size, const std::byte* send, std::byte* out,
                                 bool stream_staging) {
-  if (block == 0) return CollTask::finished();
-  if (out == nullptr || block < header_bytes(c.size())) {
+  return exchange_or_staged(c, src, dst, block, send, out, false, [&] {
     return allgather_pipelined(c, src, dst, block, elem_size, send, out, stream_staging);
-  }
-  if (send != nullptr) return exchange(c, src, block, send, out, false);
-  return exchange(c, dst, block, c.local(src), out, false);
+  });
 }
 
 CollTask all_to_all_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
                                  const std::byte* send, std::byte* out, bool stream_staging) {
-  if (block == 0) return CollTask::finished();
-  if (out == nullptr || block < header_bytes(c.size())) {
+  return exchange_or_staged(c, src, dst, block, send, out, true, [&] {
     return all_to_all_pipelined(c, src, dst, block, send, out, stream_staging);
-  }
-  if (send != nullptr) return exchange(c, src, block, send, out, true);
-  return exchange(c, dst, block, c.local(src), out, true);
+  });
 }
 
 }  // namespace rankflow::coll

@@ -168,6 +168,29 @@ constexpr AllreduceAlgorithm kAllreduce[] = {
      true},
 };
 
+// ---- allgather and all_to_all
+
+// An exchange that serves every message, is the built-in choice nowhere, stages the caller's
+// source and writes its recv itself, and runs only where a sweep measured it fastest on plain
+// buffers (`measured_plain`), or where it is forced: the pipelined, cross-memory and Open MPI
+// entries of both tables.
+constexpr Algorithm<ExchangeArgs> plain_exchange(std::string_view name,
+                                                 CollTask (*run)(CollContext&, const ExchangeArgs&),
+                                                 std::string_view summary, const char* label,
+                                                 Ranges measured_plain, bool open_mpi = false) {
+  return {.name = name,
+          .run = run,
+          .summary = summary,
+          .label = label,
+          .serves = kAnyMessage,
+          .preferred = kNoMessage,
+          .pushes = kNoMessage,
+          .writes_dst = true,
+          .stages_src = true,
+          .measured_plain = measured_plain,
+          .open_mpi = open_mpi};
+}
+
 // ---- allgather
 
 CollTask allgather_pushed_entry(CollContext& c, const ExchangeArgs& a) {
@@ -202,44 +225,16 @@ constexpr AllgatherAlgorithm kAllgather[] = {
     {"mesh", &allgather_mesh_entry, "every member reads each peer's block from its window",
      "allgather(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false, kNoMessage,
      kReadInPlaceSymmetric},
-    {"pipelined",
-     &allgather_pipelined_entry,
-     "the mesh, with peers reading each chunk of the staged input while the next is staged",
-     "allgather(pipelined)",
-     kAnyMessage,
-     kNoMessage,
-     kNoMessage,
-     true,
-     true,
-     kNoMessage,
-     {},
-     {}},
-    {"cross_memory",
-     &allgather_cross_memory_entry,
-     "each block straight into the peers' recv, one kernel copy each (one host; else their "
-     "windows)",
-     "allgather(cross_memory)",
-     kAnyMessage,
-     kNoMessage,
-     kNoMessage,
-     true,
-     true,
-     kNoMessage,
-     {},
-     kCrossMemoryExchangePlain},
-    {"mpi",
-     nullptr,
-     "Open MPI's MPI_Allgather on the communicator (blocking calls)",
-     "allgather(mpi)",
-     kAnyMessage,
-     kNoMessage,
-     kNoMessage,
-     true,
-     true,
-     kNoMessage,
-     {},
-     {},
-     true},
+    plain_exchange("pipelined", &allgather_pipelined_entry,
+                   "the mesh, with peers reading each chunk of the staged input while the next "
+                   "is staged",
+                   "allgather(pipelined)", {}),
+    plain_exchange("cross_memory", &allgather_cross_memory_entry,
+                   "each block straight into the peers' recv, one kernel copy each (one host; "
+                   "else their windows)",
+                   "allgather(cross_memory)", kCrossMemoryExchangePlain),
+    plain_exchange("mpi", nullptr, "Open MPI's MPI_Allgather on the communicator (blocking calls)",
+                   "allgather(mpi)", {}, true),
 };
 
 // ---- reduce_scatter
@@ -351,44 +346,16 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
     {"mesh", &all_to_all_mesh_entry, "every member reads its block of each peer's input",
      "all_to_all(mesh)", kAnyMessage, kAnyMessage, kNoMessage, true, false, kNoMessage,
      kReadInPlaceSymmetric},
-    {"pipelined",
-     &all_to_all_pipelined_entry,
-     "the mesh, with peers reading each chunk of the staged blocks while the next is staged",
-     "all_to_all(pipelined)",
-     kAnyMessage,
-     kNoMessage,
-     kNoMessage,
-     true,
-     true,
-     kNoMessage,
-     {},
-     {}},
-    {"cross_memory",
-     &all_to_all_cross_memory_entry,
-     "each peer's block straight into the peers' recv, one kernel copy each (one host; else their "
-     "windows)",
-     "all_to_all(cross_memory)",
-     kAnyMessage,
-     kNoMessage,
-     kNoMessage,
-     true,
-     true,
-     kNoMessage,
-     {},
-     kCrossMemoryExchangePlain},
-    {"mpi",
-     nullptr,
-     "Open MPI's MPI_Alltoall on the communicator (blocking calls)",
-     "all_to_all(mpi)",
-     kAnyMessage,
-     kNoMessage,
-     kNoMessage,
-     true,
-     true,
-     kNoMessage,
-     {},
-     {},
-     true},
+    plain_exchange("pipelined", &all_to_all_pipelined_entry,
+                   "the mesh, with peers reading each chunk of the staged blocks while the next "
+                   "is staged",
+                   "all_to_all(pipelined)", {}),
+    plain_exchange("cross_memory", &all_to_all_cross_memory_entry,
+                   "each peer's block straight into the peers' recv, one kernel copy each (one "
+                   "host; else their windows)",
+                   "all_to_all(cross_memory)", kCrossMemoryExchangePlain),
+    plain_exchange("mpi", nullptr, "Open MPI's MPI_Alltoall on the communicator (blocking calls)",
+                   "all_to_all(mpi)", {}, true),
 };
 
 }  // namespace
