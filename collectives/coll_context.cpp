@@ -117,10 +117,9 @@ void CollTask::promise_type::operator delete(void* frame, std::size_t) {
 
 bool CollTask::advance() {
   while (!done()) {
-    if (handle_.promise().waiting.word != nullptr && !handle_.promise().waiting.satisfied()) {
-      return false;
-    }
-    handle_.promise().waiting.word = nullptr;
+    const SignalAwait* waiting = handle_.promise().waiting;
+    if (waiting != nullptr && waiting->word != nullptr && !waiting->satisfied()) return false;
+    handle_.promise().waiting = nullptr;
     handle_.resume();
     if (handle_.promise().error) std::rethrow_exception(std::exchange(handle_.promise().error, {}));
   }
@@ -175,9 +174,10 @@ std::string CollContext::describe_wait(const SignalAwait& wait,
   char waited[32];
   std::snprintf(waited, sizeof(waited), "%g s",
                 std::chrono::duration<double>(limit.count() > 0 ? limit : team_.timeout()).count());
-  return std::string(operation_) + ": rank " + std::to_string(rank_) + " of " +
-         std::to_string(size_) + " waited " + waited + " for peer " + std::to_string(wait.peer) +
-         ": word at offset " +
+  const std::string who = std::string(operation_) + ": rank " + std::to_string(rank_) + " of " +
+                          std::to_string(size_) + " waited " + waited;
+  if (wait.word == nullptr) return who + " (no wait pending)";
+  return who + " for peer " + std::to_string(wait.peer) + ": word at offset " +
          std::to_string(reinterpret_cast<const std::byte*>(wait.word) -
                         const_cast<Team&>(team_).local_ptr(0)) +
          " expected >= " + std::to_string(wait.target) + ", observed " +

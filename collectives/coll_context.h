@@ -46,7 +46,20 @@ class CollContext {
   bool eager() const { return eager_; }
   int rank() const { return rank_; }
   int size() const { return size_; }
-  int peer(int offset) const { return ((rank_ + offset) % size_ + size_) % size_; }
+  // The member `offset` places after this one, cyclically. Callers step by less than the team's
+  // size either way, which needs no division (an integer division costs tens of cycles, and
+  // the small collectives call this a few times each); anything else is reduced in full.
+  int peer(int offset) const {
+    int member = rank_ + offset;
+    if (member >= size_) {
+      member -= size_;
+    } else if (member < 0) {
+      member += size_;
+    }
+    if (member < 0 || member >= size_) [[unlikely]]
+      member = (member % size_ + size_) % size_;
+    return member;
+  }
 
   // The operation named in timeout diagnostics, e.g. "allreduce(ring)".
   // `operation` must outlive the call (a string literal or a table entry).
