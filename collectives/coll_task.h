@@ -17,7 +17,7 @@ namespace rankflow::coll {
 
 // What a suspended algorithm waits for: the local 64-bit word `word` (a signal counter or a
 // flag in the team's window) reaching `target`, written by `peer`. CollContext and the protocols
-// it owns (collectives/inbox.h, collectives/stream.h) make them; a null `word` waits for nothing.
+// it owns (collectives/inbox.h, collectives/stream.h) make them (`word` is never null).
 struct SignalAwait {
   const uint64_t* word;
   uint64_t target;
