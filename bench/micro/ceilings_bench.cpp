@@ -1,7 +1,8 @@
 // Hardware ceilings on one machine, the figures rankflow's transfers are judged against:
 //   - memcpy on one core, by size (the best a one-sided copy between two ranks can do);
 //   - y += x over float32, by size (the reduction kernel rate collectives need);
-//   - a cache-line ping-pong between two threads on two cores (the floor of any flag hand-off);
+//   - a cache-line ping-pong between two threads on two cores (the floor of any flag hand-off),
+//     and a symmetric exchange of one line each way (the floor of a small allreduce);
 //   - a staging hand-off: one core copies a buffer into a region the other core then reads, as
 //     a plain-buffer collective stages its input for a peer, with memcpy and with non-temporal
 //     stores, into one region or two alternating ones (issue 13: why staging copies run at a
@@ -88,6 +89,43 @@ void BM_CacheLinePingPong(benchmark::State& state) {
   state.SetLabel("time is one round trip; one-way is half");
 }
 BENCHMARK(BM_CacheLinePingPong)->UseRealTime();
+
+// One iteration = one symmetric exchange, as a pushed small allreduce on two members does: each
+// core stores the call's sequence number into a line of the other's and waits for the other's
+// in its own (two lines each, by parity, as the push inbox). The floor under a 4 B allreduce:
+// everything rankflow spends above it is the call, the choice, the task and the reduction.
+void BM_CacheLineExchange(benchmark::State& state) {
+  struct alignas(64) Line {
+    std::atomic<uint64_t> sequence{0};
+  };
+  static Line inbox[2][2];  // [receiving core][parity]
+  alignas(128) static std::atomic<bool> stop{false};
+  for (auto& lines : inbox) {
+    for (Line& line : lines)
+      line.sequence.store(0);
+  }
+  stop.store(false);
+  auto exchange = [](int me, uint64_t k) {
+    inbox[1 - me][k & 1].sequence.store(k, std::memory_order_release);
+    while (inbox[me][k & 1].sequence.load(std::memory_order_acquire) < k) {
+      if (stop.load(std::memory_order_relaxed)) return false;
+    }
+    return true;
+  };
+  pin_to_cpu(0);
+  std::thread partner([&] {
+    pin_to_cpu(1);
+    for (uint64_t k = 1; exchange(1, k); ++k) {
+    }
+  });
+  uint64_t k = 0;
+  for (auto _ : state)
+    exchange(0, ++k);
+  stop.store(true);
+  partner.join();
+  state.SetLabel("time is one exchange: each core's line reaches the other");
+}
+BENCHMARK(BM_CacheLineExchange)->UseRealTime();
 
 // Copies with 16-byte non-temporal stores (`dst` 16-byte aligned, `bytes` a multiple of 64):
 // the lines are written without being fetched from the cache that holds them.
