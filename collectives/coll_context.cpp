@@ -118,7 +118,7 @@ void CollTask::promise_type::operator delete(void* frame, std::size_t) {
 bool CollTask::advance() {
   while (!done()) {
     const SignalAwait* waiting = handle_.promise().waiting;
-    if (waiting != nullptr && waiting->word != nullptr && !waiting->satisfied()) return false;
+    if (waiting != nullptr && !waiting->satisfied()) return false;
     handle_.promise().waiting = nullptr;
     handle_.resume();
     if (handle_.promise().error) std::rethrow_exception(std::exchange(handle_.promise().error, {}));
