@@ -10,7 +10,8 @@
 // team's "inbox" buffer (inbox_buffer_bytes): the push inbox (collectives/inbox.h, c.inbox())
 // at its start, then the broadcast streams (collectives/stream.h): c.stream() for messages up
 // to 512 B and c.small_stream() for up to 8 B, four to a cache line. It owns
-// the signal tallies, the closing, the scratch areas and the operation named in diagnostics.
+// the signal tallies, the closing, the scratch areas, the operation named in diagnostics and the
+// members' measured round trip (c.link_probe(), collectives/link_probe.h).
 // Threads: the thread that calls the collective.
 #pragma once
 
@@ -24,6 +25,7 @@
 
 #include "collectives/coll_task.h"
 #include "collectives/inbox.h"
+#include "collectives/link_probe.h"
 #include "collectives/signal_kind.h"
 #include "collectives/stream.h"
 #include "rankflow/team.h"
@@ -99,6 +101,8 @@ class CollContext {
   AckedStream& stream() { return stream_; }
   const AckedStream& stream() const { return stream_; }
   AckedStream& small_stream() { return small_stream_; }
+  // The members' round trip, measured now and then by the algorithms whose choices follow it.
+  LinkProbe& link_probe() { return link_probe_; }
 
   // Drives `task` to completion, then its closing unless eager(): progresses the transport
   // while it waits and ends in a Timeout naming the operation, this rank, the peer and the
@@ -167,6 +171,7 @@ class CollContext {
   PushInbox inbox_;
   AckedStream stream_;
   AckedStream small_stream_;
+  LinkProbe link_probe_;
 };
 
 // Element range [begin, begin + count) of part `index` when `count` elements are split into

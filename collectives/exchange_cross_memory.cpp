@@ -1,26 +1,41 @@
 // allgather and all_to_all, cross-memory (the tables' `cross_memory`): the caller's plain
-// buffers on one host. No staging: each member writes the
-// block each peer gets (all of send for allgather, block p for member p in all_to_all) straight
-// into that peer's recv with one kernel copy (process_memory.h), and copies its own block. Two
-// rounds: "ready" (my header is written), then "done" (my blocks are in your recv, or in your
-// window).
+// buffers on one host. No staging: each block one member gets from another (all of send for
+// allgather, block p for member p in all_to_all) moves straight from the sender's send into the
+// receiver's recv with one kernel copy (process_memory.h), made by the sender (a write) or by the
+// receiver (a read), and each member copies its own block. Two rounds: "ready" (my header is
+// written), then "done" (I am done with your memory: my blocks are in your recv, or in your
+// window, and I have read yours where I read).
+//
+// Which side copies is the receiver's choice, which it publishes in its header (`reads`) before
+// "ready", so it needs no agreement: it reads where RANKFLOW_CROSS_MEMORY_DIRECTION says read, or
+// where it is auto and the machine profile measured reads faster at this block size and in the
+// machine's present state (the members' round trip, LinkProbe, measured in this protocol's first
+// call and every LinkProbe::kEvery-th after). A receiver offers to read only from peers its
+// copies have reached before (a refused read could not be delivered another way), and never into
+// an in-place all_to_all (its send blocks must not be overwritten before the peers have read
+// them).
 //
 // Each member's header sits in its own window at its own block of `region` (a window region of
 // P blocks at the same offset on every member, unused otherwise), where no peer writes: its
-// process, its recv, whether that recv is its send (an in-place all_to_all, whose send blocks must
-// not be overwritten before they are sent), a sequence number for this call, and one word per
-// member. A writer that cannot write a peer's recv (the peer's window is not mapped: another host;
-// the kernel refuses; an in-place all_to_all) puts its block into the peer's window at the writer's
-// block instead and puts the peer's sequence number into the peer's word for it; the peer copies
-// those blocks out once every writer said "done". A member returns only after every peer's "done",
-// so nobody reads or writes its memory or its window afterwards. Runs on the thread that drives the
-// collective.
+// process, its recv and send, whether that recv is its send (an in-place all_to_all), whether it
+// reads, a sequence number for this call, and one word per member. A writer that cannot write a
+// peer's recv (the peer's window is not mapped: another host; the kernel refuses; an in-place
+// all_to_all) puts its block into the peer's window at the writer's block instead and puts the
+// peer's sequence number into the peer's word for it; the peer copies those blocks out once every
+// writer said "done". A member returns only after every peer's "done", so nobody reads or writes
+// its memory or its window afterwards. Runs on the thread that drives the collective.
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "collectives/collective.h"
+#include "collectives/link_probe.h"
+#include "collectives/machine_profile.h"
 #include "collectives/process_memory.h"
+#include "common/env.h"
+#include "rankflow/error.h"
 
 namespace rankflow::coll {
 namespace {
@@ -30,6 +45,8 @@ struct Header {
   uint64_t recv = 0;
   uint64_t in_place_all_to_all = 0;
   uint64_t sequence = 0;
+  uint64_t send = 0;
+  uint64_t reads = 0;  // this member reads its peers' blocks (1) or has them written (0)
   // then one uint64_t per member: the sequence of the call whose block that member left in
   // this window
 };
@@ -45,13 +62,71 @@ uint64_t next_sequence() {
          (count.fetch_add(1, std::memory_order_relaxed) & 0xffffffffu);
 }
 
+// Whether this member reads its peers' blocks this call (see the top of the file).
+bool reads_this_call(CollContext& c, size_t block, bool in_place_all_to_all) {
+  if (in_place_all_to_all || !process_memory_usable()) return false;
+  static const env::CrossMemoryDirection direction = env::cross_memory_direction();
+  if (direction == env::CrossMemoryDirection::kWrite) return false;
+  for (int d = 1; d < c.size(); ++d)
+    if (!copies_reached(c.team().process_of(c.peer(d)))) return false;
+  if (direction == env::CrossMemoryDirection::kRead) return true;
+  const CrossMemoryReads& reads = local_cross_memory_reads();
+  const auto round_trip = c.link_probe().round_trip();
+  return block >= reads.min_block && round_trip.count() > 0 &&
+         round_trip < std::chrono::nanoseconds(reads.round_trip_below_ns);
+}
+
+// Delivers my block for `peer` (its header `theirs`) into its recv, or into its window at my
+// block of `region` with my word in its header (at its block of `region`) saying so.
+void write_block(CollContext& c, size_t region, int peer, const Header& theirs, size_t block,
+                 const std::byte* mine) {
+  const size_t at = static_cast<size_t>(c.rank()) * block;
+  const bool written = theirs.in_place_all_to_all == 0 && c.is_process_of(peer, theirs.pid) &&
+                       write_process_memory(theirs.pid, theirs.recv + at, mine, block);
+  if (written) return;
+  const size_t header = region + static_cast<size_t>(peer) * block;
+  c.team().put(peer, region + at, mine, block);
+  c.team().put(peer, header + sizeof(Header) + sizeof(uint64_t) * static_cast<size_t>(c.rank()),
+               &theirs.sequence, sizeof theirs.sequence);
+  c.complete_fetches();
+}
+
+// Reads `peer`'s block for me (its header `theirs`) into `into`. Its process was reached before
+// (reads_this_call), so a refusal now is an error, not a reason to deliver another way: the peer
+// has left the block to me.
+void read_block(CollContext& c, int peer, const Header& theirs, size_t block, bool per_peer,
+                std::byte* into) {
+  const uint64_t from = theirs.send + (per_peer ? static_cast<size_t>(c.rank()) * block : 0);
+  if (c.is_process_of(peer, theirs.pid) && read_process_memory(theirs.pid, from, into, block))
+    return;
+  throw TransportError("cross-memory exchange: rank " + std::to_string(c.rank()) +
+                       " could not read the block of member " + std::to_string(peer) +
+                       " (process " + std::to_string(theirs.pid) +
+                       "), which its earlier copies reached; the member waits for it");
+}
+
 CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* send,
                   std::byte* out, bool per_peer) {
   const int me = c.rank();
+  if (c.size() > 1 && c.link_probe().due()) {  // the token around the ring, kRounds times
+    LinkProbe::Arrivals arrivals;
+    if (me == 0) c.notify(c.peer(1), kProbe);
+    for (int round = 0; round < LinkProbe::kRounds; ++round) {
+      co_await c.await(c.peer(-1), kProbe);
+      arrivals[static_cast<size_t>(round)] = LinkProbe::Clock::now();
+      if (me != 0 || round + 1 < LinkProbe::kRounds) c.notify(c.peer(1), kProbe);
+    }
+    c.link_probe().record(arrivals, c.size());
+  }
   auto block_for = [&](int p) { return per_peer ? send + static_cast<size_t>(p) * block : send; };
   auto header_at = [&](int member) { return region + static_cast<size_t>(member) * block; };
-  const Header mine{published_process(), reinterpret_cast<uint64_t>(out),
-                    per_peer && send == out ? 1u : 0u, next_sequence()};
+  const bool in_place_all_to_all = per_peer && send == out;
+  const Header mine{published_process(),
+                    reinterpret_cast<uint64_t>(out),
+                    in_place_all_to_all ? 1u : 0u,
+                    next_sequence(),
+                    reinterpret_cast<uint64_t>(send),
+                    reads_this_call(c, block, in_place_all_to_all) ? 1u : 0u};
   std::memcpy(c.local(header_at(me)), &mine, sizeof mine);
   // The writers' words, cleared before anyone may write them (after this kReady).
   std::memset(c.local(header_at(me) + sizeof(Header)), 0, header_bytes(c.size()) - sizeof(Header));
@@ -60,16 +135,11 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
     co_await c.await(p, kReady);
-    const Header peer = c.read_record<Header>(p, header_at(p));
-    const size_t to = static_cast<size_t>(me) * block;
-    const bool written = peer.in_place_all_to_all == 0 && c.is_process_of(p, peer.pid) &&
-                         write_process_memory(peer.pid, peer.recv + to, block_for(p), block);
-    if (!written) {  // into its window at my block, and my word in its header says so
-      c.team().put(p, region + to, block_for(p), block);
-      c.team().put(p, header_at(p) + sizeof(Header) + sizeof(uint64_t) * static_cast<size_t>(me),
-                   &peer.sequence, sizeof peer.sequence);
-      c.complete_fetches();
-    }
+    const Header theirs = c.read_record<Header>(p, header_at(p));
+    // A member that publishes no process is neither read nor reads.
+    if (theirs.reads == 0 || mine.pid == 0) write_block(c, region, p, theirs, block, block_for(p));
+    if (mine.reads != 0 && theirs.pid != 0)
+      read_block(c, p, theirs, block, per_peer, out + static_cast<size_t>(p) * block);
     c.notify(p, kDone);
   }
   std::byte* own = out + static_cast<size_t>(me) * block;

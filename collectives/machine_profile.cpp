@@ -54,11 +54,21 @@ constexpr MachineChoice kAmdZen4[] = {
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(4 * KiB + 1, 8 * KiB), "cross_memory"},
 };
 
+// The cross-memory exchanges' direction, measured 2026-12-05 with each direction forced, launches
+// alternated: in the slow mode (round trip 290-360 ns) writing each block into the peer's recv
+// takes about half the time of reading it (allgather of 1-8 MiB blocks x1.7-2.1 of Open MPI
+// against x0.98-1.06); in the fast mode (60-90 ns) writes of 4-8 MiB blocks fall to x0.83-1.01
+// of Open MPI, whose own transfer reads, and reads keep x0.99-1.06; at 1-2 MiB blocks both are
+// within x0.97-1.04 of Open MPI there (docs/data/ab-amd-zen4-2026-12-05-direction/). 200 ns lies
+// between the modes.
+constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 200};
+
 constexpr MachineProfile kProfiles[] = {
     {"amd-zen4",
      "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
      {"AuthenticAMD", 25, 0x10, 0x1f},
-     kAmdZen4},
+     kAmdZen4,
+     kAmdZen4Reads},
 };
 
 template <typename Args>
@@ -124,6 +134,12 @@ const MachineProfile* profile_from_environment() {
   if (!value || env::trim(*value).empty() || env::trim(*value) == "auto")
     return profile_for(this_cpu());
   return find_profile(env::trim(*value), "RANKFLOW_MACHINE");
+}
+
+const CrossMemoryReads& local_cross_memory_reads() {
+  static const CrossMemoryReads never{};
+  static const MachineProfile* const profile = profile_from_environment();
+  return profile == nullptr ? never : profile->reads;
 }
 
 std::string_view profile_name(const MachineProfile* profile) {

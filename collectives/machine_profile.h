@@ -46,11 +46,21 @@ struct CpuModels {
   unsigned last_model;
 };
 
+// Where a cross-memory allgather or all_to_all reads its peers' blocks rather than having each
+// peer write them (RANKFLOW_CROSS_MEMORY_DIRECTION=auto; exchange_cross_memory.cpp): blocks of
+// `min_block` bytes and more, while the members' round trip (collectives/link_probe.h) is under
+// `round_trip_below_ns`. The default never reads.
+struct CrossMemoryReads {
+  size_t min_block = SIZE_MAX;
+  uint32_t round_trip_below_ns = 0;
+};
+
 struct MachineProfile {
   std::string_view name;         // RANKFLOW_MACHINE's value and the sweep file's suffix
   std::string_view measured_on;  // the machine its sweep ran on, for logs and docs
   CpuModels cpus;
   std::span<const MachineChoice> choices;
+  CrossMemoryReads reads{};
 };
 
 // What cpuid says of this CPU (an empty vendor off x86).
@@ -72,6 +82,10 @@ const MachineProfile* profile_for(const CpuId& cpu);
 const MachineProfile* find_profile(std::string_view name, std::string_view variable);
 // RANKFLOW_MACHINE: unset, empty or "auto" -> profile_for(this_cpu()); else find_profile.
 const MachineProfile* profile_from_environment();
+// This process's profile's CrossMemoryReads (RANKFLOW_MACHINE or this CPU's; never reads for
+// none). Each member chooses the direction of the blocks it receives by itself, so this needs no
+// agreement.
+const CrossMemoryReads& local_cross_memory_reads();
 // The profile's name, "generic" for null.
 std::string_view profile_name(const MachineProfile* profile);
 

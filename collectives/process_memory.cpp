@@ -17,6 +17,20 @@ namespace {
 // Refused once: not tried again.
 std::atomic<bool> g_refused{false};
 std::atomic<uint64_t> g_writes{0};
+std::atomic<uint64_t> g_reads{0};
+
+// The processes a copy has reached (true) or was refused by in writes_reach (false): a few
+// peers each, read per call by the protocols that offer to read.
+std::mutex g_reached_mutex;
+std::unordered_map<int64_t, bool>& reached_processes() {
+  static std::unordered_map<int64_t, bool> reached;
+  return reached;
+}
+
+void remember_reached(int64_t pid) {
+  std::lock_guard<std::mutex> lock(g_reached_mutex);
+  reached_processes()[pid] = true;
+}
 
 bool usable() {
   static const bool switched_on = env::cross_memory();  // checked when the Context started
@@ -48,29 +62,43 @@ bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, s
     iovec remote{reinterpret_cast<void*>(address + at), left};
     return process_vm_writev(to, &local, 1, &remote, 1, 0);
   });
-  if (written) g_writes.fetch_add(1, std::memory_order_relaxed);
+  if (written) {
+    g_writes.fetch_add(1, std::memory_order_relaxed);
+    remember_reached(pid);
+  }
   return written;
 }
 
 bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes) {
-  return move_all(pid, bytes, [&](pid_t from, size_t at, size_t left) {
+  const bool read = move_all(pid, bytes, [&](pid_t from, size_t at, size_t left) {
     iovec local{dst + at, left};
     iovec remote{reinterpret_cast<void*>(address + at), left};
     return process_vm_readv(from, &local, 1, &remote, 1, 0);
   });
+  if (read) {
+    g_reads.fetch_add(1, std::memory_order_relaxed);
+    remember_reached(pid);
+  }
+  return read;
+}
+
+bool copies_reached(int64_t pid) {
+  if (!usable() || pid <= 0) return false;
+  std::lock_guard<std::mutex> lock(g_reached_mutex);
+  const auto known = reached_processes().find(pid);
+  return known != reached_processes().end() && known->second;
 }
 
 bool writes_reach(int64_t pid, uint64_t address, const std::byte* src) {
-  static std::mutex mutex;
-  static std::unordered_map<int64_t, bool> reached;  // by pid; a communicator's peers keep theirs
   if (!usable() || pid <= 0) return false;
   {
-    std::lock_guard<std::mutex> lock(mutex);
-    if (const auto known = reached.find(pid); known != reached.end()) return known->second;
+    std::lock_guard<std::mutex> lock(g_reached_mutex);
+    const auto known = reached_processes().find(pid);
+    if (known != reached_processes().end()) return known->second;
   }
   const bool reaches = write_process_memory(pid, address, src, 1);
-  std::lock_guard<std::mutex> lock(mutex);
-  reached[pid] = reaches;
+  std::lock_guard<std::mutex> lock(g_reached_mutex);
+  reached_processes()[pid] = reaches;
   return reaches;
 }
 
@@ -88,6 +116,10 @@ int64_t published_process() {
 
 uint64_t process_memory_writes() {
   return g_writes.load(std::memory_order_relaxed);
+}
+
+uint64_t process_memory_reads() {
+  return g_reads.load(std::memory_order_relaxed);
 }
 
 }  // namespace rankflow::coll

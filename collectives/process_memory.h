@@ -26,6 +26,11 @@ bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t b
 // the kernel checks the same permission whichever side reads or writes.
 bool writes_reach(int64_t pid, uint64_t address, const std::byte* src);
 
+// Whether a copy to or from process `pid` has gone through before (write_process_memory,
+// read_process_memory, writes_reach): a protocol that offers to read its peers asks this first,
+// since once it has offered, a refusal cannot be delivered another way.
+bool copies_reached(int64_t pid);
+
 // False where this process will not try (switched off, or refused before): a peer that asks
 // before it relies on this process reading or writing it.
 bool process_memory_usable();
@@ -39,6 +44,8 @@ int64_t published_process();
 // How many writes into another process this process has made so far (write_process_memory and
 // writes_reach calls that went through): for tests and diagnostics.
 uint64_t process_memory_writes();
+// The same for reads from another process (read_process_memory calls that went through).
+uint64_t process_memory_reads();
 
 // The process id a collective published in its window for its peers to write into (an
 // int64_t at `at`), withdrawn (zeroed) when the call ends: by withdraw() once every peer is

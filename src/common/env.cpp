@@ -60,6 +60,15 @@ bool parse_on_off(const char* var, const std::string& value) {
   throw InvalidArgument(std::string(var) + "='" + value + "' is neither on nor off");
 }
 
+CrossMemoryDirection parse_cross_memory_direction(const char* var, const std::string& value) {
+  if (value == "auto") return CrossMemoryDirection::kAuto;
+  if (value == "write") return CrossMemoryDirection::kWrite;
+  if (value == "read") return CrossMemoryDirection::kRead;
+  throw InvalidArgument(
+      std::string(var) + "='" + value +
+      "' is not a cross-memory direction; valid directions are auto, write, read");
+}
+
 std::chrono::nanoseconds timeout() {
   const auto value = get("RANKFLOW_TIMEOUT_S");
   return value ? parse_timeout("RANKFLOW_TIMEOUT_S", *value) : std::chrono::seconds(120);
@@ -83,6 +92,12 @@ ProgressMode progress_mode() {
 bool cross_memory() {
   const auto value = get("RANKFLOW_CROSS_MEMORY");
   return value ? parse_on_off("RANKFLOW_CROSS_MEMORY", *value) : true;
+}
+
+CrossMemoryDirection cross_memory_direction() {
+  const auto value = get("RANKFLOW_CROSS_MEMORY_DIRECTION");
+  return value ? parse_cross_memory_direction("RANKFLOW_CROSS_MEMORY_DIRECTION", *value)
+               : CrossMemoryDirection::kAuto;
 }
 
 }  // namespace rankflow::env

@@ -23,6 +23,7 @@ inline std::string_view trim(std::string_view text) {
 enum class LogLevel { kError = 0, kWarn = 1, kInfo = 2, kDebug = 3 };
 enum class BindPolicy { kCore, kNone };
 enum class ProgressMode { kCaller, kThread };
+enum class CrossMemoryDirection { kAuto, kWrite, kRead };
 
 // Raw lookup: the variable's value, or nullopt when unset or empty.
 std::optional<std::string> get(const char* name);
@@ -43,6 +44,12 @@ ProgressMode progress_mode();
 // through the windows instead (for a site that forbids cross-memory attach, or to compare).
 // Off on one rank only still lets its peers write into it.
 bool cross_memory();
+// RANKFLOW_CROSS_MEMORY_DIRECTION: auto|write|read. Which side makes the kernel copy of a
+// cross-memory allgather or all_to_all: each member writes its blocks into its peers (write),
+// reads its peers' blocks into its own recv (read), or, by default (auto), reads where the
+// machine profile measured reads faster and a probe of the round trip between the members says
+// the machine is in that state (collectives/exchange_direction.h).
+CrossMemoryDirection cross_memory_direction();
 
 // Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.
 std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value);
@@ -50,5 +57,6 @@ LogLevel parse_log_level(const char* var, const std::string& value);
 BindPolicy parse_bind_policy(const char* var, const std::string& value);
 ProgressMode parse_progress_mode(const char* var, const std::string& value);
 bool parse_on_off(const char* var, const std::string& value);
+CrossMemoryDirection parse_cross_memory_direction(const char* var, const std::string& value);
 
 }  // namespace rankflow::env

@@ -33,6 +33,7 @@ std::shared_ptr<Context> Context::acquire(int* argc, char*** argv) {
 Context::Context(std::shared_ptr<MpiSession> mpi, int*, char***) : mpi_(std::move(mpi)) {
   timeout_ = env::timeout();
   (void)env::cross_memory();  // a bad value is an error here, not inside a collective
+  (void)env::cross_memory_direction();
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
   log::set_rank(world_rank_);

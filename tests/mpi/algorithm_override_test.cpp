@@ -9,13 +9,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "api/communicator_internal.h"
+#include "collectives/machine_profile.h"
 #include "collectives/process_memory.h"
 #include "collectives/registry.h"
+#include "common/env.h"
 #include "mpi_test_main.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
@@ -185,55 +188,104 @@ TEST_P(AlgorithmOverride, AllToAllEveryAlgorithm) {
   }
 }
 
-// `cross_memory` copies each block straight into the peers' recv, one kernel write per peer,
-// where the peers' windows are mapped (one host) and the kernel's copies work; `pipelined`
-// stages and makes none. Plain 16 KiB blocks out of place, forced through `variable`, and as the
-// tables choose there (cross_memory on two members and on four or more, collectives.md): a
-// `cross_memory` that fell back to the staging, or a table that chose another path, would show
-// in the count. `call(comm, a, b, count)` runs the collective and checks its result.
+// The kernel copies one member makes in a cross-memory exchange of 16 KiB blocks that every
+// member takes (exchange_cross_memory.cpp): the block from peer q to me is read by me where I
+// read, else written by q, and neither where I run an in-place all_to_all (the writers put into
+// my window). I read where RANKFLOW_CROSS_MEMORY_DIRECTION=read, every member uses the kernel's
+// copies and the peers' windows are mapped (one host); `auto` reads from
+// CrossMemoryReads::min_block only, far above these blocks. Each member's settings are exchanged
+// first, since collectives.np3.mixed_* give the ranks different ones.
+struct KernelCopies {
+  uint64_t reads = 0;
+  uint64_t writes = 0;
+};
+
+KernelCopies expected_kernel_copies(const Communicator& comm, bool crosses,
+                                    bool in_place_all_to_all) {
+  const int p = comm.size(), me = comm.rank();
+  const int mine[2] = {coll::process_memory_usable() ? 1 : 0,
+                       env::cross_memory_direction() == env::CrossMemoryDirection::kRead ? 1 : 0};
+  std::vector<int> all(2 * static_cast<size_t>(p));
+  MPI_Allgather(mine, 2, MPI_INT, all.data(), 2, MPI_INT, MPI_COMM_WORLD);
+  EXPECT_GT(coll::local_cross_memory_reads().min_block, size_t{16} << 10);
+  auto usable = [&](int q) { return all[2 * static_cast<size_t>(q)] != 0; };
+  bool every_usable = true;
+  for (int q = 0; q < p; ++q)
+    every_usable = every_usable && usable(q);
+  auto reads = [&](int q) { return every_usable && all[2 * static_cast<size_t>(q) + 1] != 0; };
+  KernelCopies copies;
+  if (!crosses || in_place_all_to_all || p < 2 || !usable(me) || !api::maps_peers(comm))
+    return copies;
+  if (reads(me)) copies.reads = static_cast<uint64_t>(p - 1);
+  for (int q = 0; q < p; ++q)
+    copies.writes += q != me && usable(q) && !reads(q) ? 1 : 0;
+  return copies;
+}
+
+// `cross_memory` copies each block straight from the sender's send into the receiver's recv, one
+// kernel copy per block, made by one side (expected_kernel_copies); `pipelined` stages and makes
+// none. Plain 16 KiB blocks, forced through `variable`, and as the tables choose there
+// (cross_memory on two members and on four or more, collectives.md), out of place and in place:
+// a `cross_memory` that fell back to the staging, a table that chose another path, or a block
+// copied by both sides or by neither would show in the counts. The second call is counted (the
+// first reaches the peers' processes: a member reads only from processes its copies reached).
+// `call(comm, a, b, count)` runs the collective and checks its result.
 template <typename Call>
-void expect_cross_memory_writes(const char* variable, Call&& call) {
+void expect_kernel_copies(const char* variable, bool in_place, Call&& call) {
   const size_t count = 4096;  // 16 KiB of int32 a block
   for (const char* name : {"cross_memory", "pipelined", ""}) {
-    SCOPED_TRACE(std::string(variable) + "=" + (*name ? name : "(the tables' choice)"));
+    SCOPED_TRACE(std::string(variable) + "=" + (*name ? name : "(the tables' choice)") +
+                 (in_place ? ", in place" : ""));
     Communicator comm = *name ? forced(variable, name) : Communicator::from_mpi(MPI_COMM_WORLD);
     const int p = comm.size();
     const bool crosses = *name ? std::string(name) == "cross_memory" : p == 2 || p >= 4;
-    const bool reaches = p > 1 && coll::process_memory_usable() && api::maps_peers(comm);
+    const KernelCopies expected = expected_kernel_copies(
+        comm, crosses, in_place && std::string(variable) == "RANKFLOW_ALL_TO_ALL");
     std::vector<int32_t> a(count * static_cast<size_t>(p)), b(a.size());
-    for (size_t i = 0; i < a.size(); ++i)
-      a[i] = value(comm.rank(), i);
-    const uint64_t before = coll::process_memory_writes();
-    call(comm, a.data(), b.data(), count);
-    EXPECT_EQ(coll::process_memory_writes() - before,
-              crosses && reaches ? static_cast<uint64_t>(p - 1) : 0)
-        << "rank " << comm.rank();
+    for (int round = 0; round < 2; ++round) {
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = value(comm.rank(), i);
+      const uint64_t reads = coll::process_memory_reads();
+      const uint64_t writes = coll::process_memory_writes();
+      call(comm, a.data(), in_place ? a.data() : b.data(), count);
+      if (round == 0) continue;
+      EXPECT_EQ(coll::process_memory_reads() - reads, expected.reads) << "rank " << comm.rank();
+      EXPECT_EQ(coll::process_memory_writes() - writes, expected.writes) << "rank " << comm.rank();
+    }
   }
 }
 
-TEST(CrossMemory, AllgatherWritesStraightIntoThePeersRecv) {
-  expect_cross_memory_writes(
-      "RANKFLOW_ALLGATHER", [](Communicator& comm, const int32_t* a, int32_t* b, size_t count) {
-        comm.allgather(a, b, count, DType::kI32);
-        for (int r = 0; r < comm.size(); ++r) {
-          for (size_t i = 0; i < count; ++i)
-            ASSERT_EQ(b[static_cast<size_t>(r) * count + i], value(r, i)) << r << " " << i;
-        }
-      });
+TEST(CrossMemory, AllgatherCopiesEachBlockOnceBetweenTheProcesses) {
+  for (const bool in_place : {false, true}) {
+    expect_kernel_copies("RANKFLOW_ALLGATHER", in_place,
+                         [&](Communicator& comm, int32_t* a, int32_t* b, size_t count) {
+                           // In place: the input is this member's block of recv.
+                           const size_t me = static_cast<size_t>(comm.rank());
+                           if (in_place) std::copy(a, a + count, b + me * count);
+                           comm.allgather(in_place ? b + me * count : a, b, count, DType::kI32);
+                           for (int r = 0; r < comm.size(); ++r) {
+                             for (size_t i = 0; i < count; ++i)
+                               ASSERT_EQ(b[static_cast<size_t>(r) * count + i], value(r, i))
+                                   << r << " " << i;
+                           }
+                         });
+  }
 }
 
-TEST(CrossMemory, AllToAllWritesStraightIntoThePeersRecv) {
-  expect_cross_memory_writes("RANKFLOW_ALL_TO_ALL",
-                             [](Communicator& comm, const int32_t* a, int32_t* b, size_t count) {
-                               comm.all_to_all(a, b, count, DType::kI32);
-                               for (int r = 0; r < comm.size(); ++r) {
-                                 for (size_t i = 0; i < count; ++i) {
-                                   ASSERT_EQ(b[static_cast<size_t>(r) * count + i],
-                                             value(r, static_cast<size_t>(comm.rank()) * count + i))
-                                       << r << " " << i;
-                                 }
-                               }
-                             });
+TEST(CrossMemory, AllToAllCopiesEachBlockOnceBetweenTheProcesses) {
+  for (const bool in_place : {false, true}) {
+    expect_kernel_copies("RANKFLOW_ALL_TO_ALL", in_place,
+                         [](Communicator& comm, const int32_t* a, int32_t* b, size_t count) {
+                           comm.all_to_all(a, b, count, DType::kI32);
+                           for (int r = 0; r < comm.size(); ++r) {
+                             for (size_t i = 0; i < count; ++i) {
+                               ASSERT_EQ(b[static_cast<size_t>(r) * count + i],
+                                         value(r, static_cast<size_t>(comm.rank()) * count + i))
+                                   << r << " " << i;
+                             }
+                           }
+                         });
+  }
 }
 
 TEST_P(AlgorithmOverride, AllreduceEveryAlgorithmThroughTheEnvironment) {

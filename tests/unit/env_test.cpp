@@ -82,6 +82,26 @@ TEST(EnvTest, CrossMemoryIsOnOrOff) {
   }
 }
 
+TEST(EnvTest, CrossMemoryDirections) {
+  EXPECT_EQ(parse_cross_memory_direction("D", "auto"), CrossMemoryDirection::kAuto);
+  EXPECT_EQ(parse_cross_memory_direction("D", "write"), CrossMemoryDirection::kWrite);
+  EXPECT_EQ(parse_cross_memory_direction("D", "read"), CrossMemoryDirection::kRead);
+  unsetenv("RANKFLOW_CROSS_MEMORY_DIRECTION");
+  EXPECT_EQ(cross_memory_direction(), CrossMemoryDirection::kAuto);
+  setenv("RANKFLOW_CROSS_MEMORY_DIRECTION", "read", 1);
+  EXPECT_EQ(cross_memory_direction(), CrossMemoryDirection::kRead);
+  setenv("RANKFLOW_CROSS_MEMORY_DIRECTION", "pull", 1);
+  try {
+    cross_memory_direction();
+    FAIL() << "pull is not a direction";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("RANKFLOW_CROSS_MEMORY_DIRECTION='pull' is not a "
+                                               "cross-memory direction; valid directions are "
+                                               "auto, write, read"));
+  }
+  unsetenv("RANKFLOW_CROSS_MEMORY_DIRECTION");
+}
+
 TEST(EnvTest, ProgressModes) {
   EXPECT_EQ(parse_progress_mode("P", "caller"), ProgressMode::kCaller);
   EXPECT_EQ(parse_progress_mode("P", "thread"), ProgressMode::kThread);

@@ -3,12 +3,14 @@
 // nowhere else.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <optional>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "collectives/link_probe.h"
 #include "collectives/machine_profile.h"
 #include "rankflow/error.h"
 
@@ -164,6 +166,42 @@ TEST(MachineProfile, OpenMpiRuleFallsBackToAPushWhereOpenMpiMayNotRun) {
       {Limits{1024, 4096}, Buffers::kPlain, &broadcast_table().find("streamed")}};
   EXPECT_EQ(&broadcast_table().builtin(4096, 2, true, Buffers::kPlain, true, streamed),
             &broadcast_table().builtin(4096, 2, true, Buffers::kPlain, true));
+}
+
+// The probe behind the cross-memory exchanges' direction: it measures in the first call and every
+// kEvery-th after (the same calls on every member), and a round trip is two hops of the
+// shortest lap of the token around the members.
+TEST(LinkProbe, MeasuresEveryKEveryCallsAndHalvesTheShortestLapPerPairOfHops) {
+  LinkProbe probe;
+  EXPECT_EQ(probe.round_trip().count(), 0);
+  int due = 0;
+  for (uint64_t call = 0; call < 3 * LinkProbe::kEvery; ++call) {
+    if (probe.due()) {
+      EXPECT_EQ(call % LinkProbe::kEvery, 0u) << call;
+      ++due;
+    }
+  }
+  EXPECT_EQ(due, 3);
+  const LinkProbe::Clock::time_point start{};
+  using std::chrono::nanoseconds;
+  const LinkProbe::Arrivals laps = {start, start + nanoseconds(100), start + nanoseconds(170),
+                                    start + nanoseconds(250)};  // laps of 100, 70 and 80 ns
+  probe.record(laps, 2);
+  EXPECT_EQ(probe.round_trip(), nanoseconds(70));
+  probe.record(laps, 4);  // four hops a lap
+  EXPECT_EQ(probe.round_trip(), nanoseconds(35));
+}
+
+// Reads are a profile's measured choice: none without a profile, and the AMD profile's from
+// 4 MiB blocks below a round trip between its two modes'.
+TEST(MachineProfile, CrossMemoryReadsAreMeasuredPerProfile) {
+  const CrossMemoryReads never{};
+  EXPECT_EQ(never.round_trip_below_ns, 0u);
+  const MachineProfile* amd = find_profile("amd-zen4", "RANKFLOW_MACHINE");
+  ASSERT_NE(amd, nullptr);
+  EXPECT_EQ(amd->reads.min_block, size_t{4} << 20);
+  EXPECT_GT(amd->reads.round_trip_below_ns, 90u);   // the fast mode's round trip, 60-90 ns
+  EXPECT_LT(amd->reads.round_trip_below_ns, 320u);  // the slow mode's, 320-360 ns
 }
 
 }  // namespace

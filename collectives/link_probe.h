@@ -1,0 +1,48 @@
+// LinkProbe: how long a signal takes to reach a member's peer and come back, measured now and
+// then inside the calls of the algorithms that need it, for choices that depend on how close the
+// members' cores are at the moment. On a virtual machine the hypervisor may move the cores: the
+// 2-core cloud machine of docs/performance.md switches within minutes between a round trip of
+// 60-90 ns (its two cores sharing a cache) and one of 320-360 ns, and which side of a
+// cross-memory exchange should make the kernel's copy switches with it.
+//
+// A probe is a token sent around the members' ring, from member 0, `kRounds` times; each member
+// stamps the token's arrivals, and the shortest time between two of them, over the members,
+// times two, is the round trip. Each member keeps its own figure (they differ by the clocks'
+// reading only), so a choice taken from it must not need the members to agree (the exchange's
+// direction: each member chooses for the blocks it receives). The probe runs in the first call
+// and then every `kEvery`-th call that asks due(), which the members count alike because every
+// member runs the same sequence of collectives. Its signal kind is kProbe. Threads: the thread
+// that drives the collective (one CollContext, one thread at a time).
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+
+#include "collectives/signal_kind.h"
+
+namespace rankflow::coll {
+
+extern const SignalKind kProbe;
+
+class LinkProbe {
+ public:
+  static constexpr int kRounds = 4;
+  static constexpr uint64_t kEvery = 64;
+  using Clock = std::chrono::steady_clock;
+  using Arrivals = std::array<Clock::time_point, kRounds>;
+
+  // Counts one call that could probe; true where this call must (every member's answer is the
+  // same for the same call).
+  bool due() { return calls_++ % kEvery == 0; }
+  // The token's arrivals at this member in a team of `members`.
+  void record(const Arrivals& arrivals, int members);
+  // The last probe's round trip between two members (zero before the first).
+  std::chrono::nanoseconds round_trip() const { return round_trip_; }
+
+ private:
+  uint64_t calls_ = 0;
+  std::chrono::nanoseconds round_trip_{0};
+};
+
+}  // namespace rankflow::coll
