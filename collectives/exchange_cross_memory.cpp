@@ -6,14 +6,16 @@
 // written), then "done" (I am done with your memory: my blocks are in your recv, or in your
 // window, and I have read yours where I read).
 //
-// Which side copies is the receiver's choice, which it publishes in its header (`reads`) before
-// "ready", so it needs no agreement: it reads where RANKFLOW_CROSS_MEMORY_DIRECTION says read, or
-// where it is auto and the machine profile measured reads faster at this block size and in the
-// machine's present state (the members' round trip, LinkProbe, measured in this protocol's first
-// call and every LinkProbe::kEvery-th after). A receiver offers to read only from peers its
-// copies have reached before (a refused read could not be delivered another way), and never into
-// an in-place all_to_all (its send blocks must not be overwritten before the peers have read
-// them).
+// Which side copies is each pair's choice, which needs no agreement beyond the headers: each
+// member offers in its header, before "ready", to read (`reads`), and a pair in which both
+// offered reads, each its own blocks from the other's send; any other pair writes (so members
+// that judge the machine differently both write, rather than one making both copies). A member
+// offers where RANKFLOW_CROSS_MEMORY_DIRECTION says read, or where it is auto and the machine
+// profile measured reads faster at this block size and in the machine's present state (the
+// members' round trip, LinkProbe, measured in this protocol's first call and every
+// LinkProbe::kEvery-th after). It offers only where its copies have reached every peer before (a
+// refused read could not be delivered another way), and never for an in-place all_to_all (its
+// send blocks must not be overwritten before the peers have read them).
 //
 // Each member's header sits in its own window at its own block of `region` (a window region of
 // P blocks at the same offset on every member, unused otherwise), where no peer writes: its
@@ -46,7 +48,7 @@ struct Header {
   uint64_t in_place_all_to_all = 0;
   uint64_t sequence = 0;
   uint64_t send = 0;
-  uint64_t reads = 0;  // this member reads its peers' blocks (1) or has them written (0)
+  uint64_t reads = 0;  // this member offers to read its peers' blocks (1), or not (0)
   // then one uint64_t per member: the sequence of the call whose block that member left in
   // this window
 };
@@ -62,7 +64,7 @@ uint64_t next_sequence() {
          (count.fetch_add(1, std::memory_order_relaxed) & 0xffffffffu);
 }
 
-// Whether this member reads its peers' blocks this call (see the top of the file).
+// Whether this member offers to read its peers' blocks this call (see the top of the file).
 bool reads_this_call(CollContext& c, size_t block, bool in_place_all_to_all) {
   if (in_place_all_to_all || !process_memory_usable()) return false;
   static const env::CrossMemoryDirection direction = env::cross_memory_direction();
@@ -108,7 +110,9 @@ void read_block(CollContext& c, int peer, const Header& theirs, size_t block, bo
 CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* send,
                   std::byte* out, bool per_peer) {
   const int me = c.rank();
-  if (c.size() > 1 && c.link_probe().due()) {  // the token around the ring, kRounds times
+  // The token around the ring, kRounds times: in every member whatever its own direction, so
+  // that members whose settings or profiles differ still send and await the same signals.
+  if (c.size() > 1 && c.link_probe().due()) {
     LinkProbe::Arrivals arrivals;
     if (me == 0) c.notify(c.peer(1), kProbe);
     for (int round = 0; round < LinkProbe::kRounds; ++round) {
@@ -136,10 +140,11 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
     const int p = c.peer(d);
     co_await c.await(p, kReady);
     const Header theirs = c.read_record<Header>(p, header_at(p));
-    // A member that publishes no process is neither read nor reads.
-    if (theirs.reads == 0 || mine.pid == 0) write_block(c, region, p, theirs, block, block_for(p));
-    if (mine.reads != 0 && theirs.pid != 0)
+    if (mine.reads != 0 && theirs.reads != 0) {  // the pair reads (both offered): each its own
       read_block(c, p, theirs, block, per_peer, out + static_cast<size_t>(p) * block);
+    } else {
+      write_block(c, region, p, theirs, block, block_for(p));
+    }
     c.notify(p, kDone);
   }
   std::byte* own = out + static_cast<size_t>(me) * block;

@@ -9,7 +9,7 @@
 // stamps the token's arrivals, and the shortest time between two of them, over the members,
 // times two, is the round trip. Each member keeps its own figure (they differ by the clocks'
 // reading only), so a choice taken from it must not need the members to agree (the exchange's
-// direction: each member chooses for the blocks it receives). The probe runs in the first call
+// direction: a pair reads only where both members offered to). The probe runs in the first call
 // and then every `kEvery`-th call that asks due(), which the members count alike because every
 // member runs the same sequence of collectives. Its signal kind is kProbe. Threads: the thread
 // that drives the collective (one CollContext, one thread at a time).
@@ -27,7 +27,7 @@ extern const SignalKind kProbe;
 
 class LinkProbe {
  public:
-  static constexpr int kRounds = 4;
+  static constexpr int kRounds = 8;
   static constexpr uint64_t kEvery = 64;
   using Clock = std::chrono::steady_clock;
   using Arrivals = std::array<Clock::time_point, kRounds>;

@@ -55,13 +55,14 @@ constexpr MachineChoice kAmdZen4[] = {
 };
 
 // The cross-memory exchanges' direction, measured 2026-12-05 with each direction forced, launches
-// alternated: in the slow mode (round trip 290-360 ns) writing each block into the peer's recv
-// takes about half the time of reading it (allgather of 1-8 MiB blocks x1.7-2.1 of Open MPI
-// against x0.98-1.06); in the fast mode (60-90 ns) writes of 4-8 MiB blocks fall to x0.83-1.01
-// of Open MPI, whose own transfer reads, and reads keep x0.99-1.06; at 1-2 MiB blocks both are
-// within x0.97-1.04 of Open MPI there (docs/data/ab-amd-zen4-2026-12-05-direction/). 200 ns lies
-// between the modes.
-constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 200};
+// alternated: in the slow mode writing each block into the peer's recv takes about half the time
+// of reading it (allgather of 1-4 MiB blocks x1.7-2.1 of Open MPI against x0.97-1.06); in the
+// fast mode writes of 4-8 MiB blocks fall to x0.83-1.01 of Open MPI, whose own transfer reads, and
+// reads keep x0.97-1.06; at 1-2 MiB blocks both are within x0.97-1.04 of Open MPI there
+// (docs/data/ab-amd-zen4-2026-12-05-direction/). The probe's round trip, which includes its own
+// waits and clock reads, reads 160-220 ns in the fast mode (a ping-pong: 60-90 ns) and 520-880 ns
+// in the slow one (320-360 ns): 350 ns lies between.
+constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 350};
 
 constexpr MachineProfile kProfiles[] = {
     {"amd-zen4",

@@ -189,12 +189,13 @@ TEST_P(AlgorithmOverride, AllToAllEveryAlgorithm) {
 }
 
 // The kernel copies one member makes in a cross-memory exchange of 16 KiB blocks that every
-// member takes (exchange_cross_memory.cpp): the block from peer q to me is read by me where I
-// read, else written by q, and neither where I run an in-place all_to_all (the writers put into
-// my window). I read where RANKFLOW_CROSS_MEMORY_DIRECTION=read, every member uses the kernel's
-// copies and the peers' windows are mapped (one host); `auto` reads from
-// CrossMemoryReads::min_block only, far above these blocks. Each member's settings are exchanged
-// first, since collectives.np3.mixed_* give the ranks different ones.
+// member takes (exchange_cross_memory.cpp): a pair in which both members offer to read reads,
+// each its own blocks; any other pair writes, each its own blocks into the other, except into a
+// member running an in-place all_to_all (the writers put into its window). A member offers where
+// RANKFLOW_CROSS_MEMORY_DIRECTION=read, every member uses the kernel's copies and the peers'
+// windows are mapped (one host); `auto` offers from CrossMemoryReads::min_block only, far above
+// these blocks. Each member's settings are exchanged first, since the mixed_* tests give the
+// ranks different ones.
 struct KernelCopies {
   uint64_t reads = 0;
   uint64_t writes = 0;
@@ -216,9 +217,14 @@ KernelCopies expected_kernel_copies(const Communicator& comm, bool crosses,
   KernelCopies copies;
   if (!crosses || in_place_all_to_all || p < 2 || !usable(me) || !api::maps_peers(comm))
     return copies;
-  if (reads(me)) copies.reads = static_cast<uint64_t>(p - 1);
-  for (int q = 0; q < p; ++q)
-    copies.writes += q != me && usable(q) && !reads(q) ? 1 : 0;
+  for (int q = 0; q < p; ++q) {
+    if (q == me || !usable(q)) continue;
+    if (reads(me) && reads(q)) {
+      ++copies.reads;
+    } else {
+      ++copies.writes;
+    }
+  }
   return copies;
 }
 
