@@ -26,8 +26,11 @@ namespace {
 constexpr size_t kSplitFrom = 256 * 1024;
 // Plain memory from here goes straight between the processes (broadcast_cross_memory.cpp):
 // forced at 32 KiB x1.10 of Open MPI against its own transfer's x1.00, at 8-16 KiB x0.76-0.85
-// (2026-12-03 late night, three runs; the tables choose it from 64 KiB, tables.cpp).
-constexpr size_t kCrossMemoryFrom = 32 * 1024;
+// (2026-12-03 late night, three runs); at 16 KiB on 2026-12-05 x1.00-1.08 (median x1.06 of
+// twelve launches in both modes; 8 KiB x0.90-0.94), where the Open MPI transfer the tables
+// chose ran x0.91-0.98 (docs/data/ab-amd-zen4-2026-12-05-direction/bc16.log). The tables choose
+// it from 64 KiB (tables.cpp), the AMD profile from 16 KiB (machine_profile.cpp).
+constexpr size_t kCrossMemoryFrom = 16 * 1024;
 // ... on up to this many members. On the 16-core Intel Xeon of 2026-12-04 (plain buffers, 16 KiB
 // to 16 MiB, old and new builds alternately, two runs each) the chunks read from the root's
 // window ran x1.53-2.55 of Open MPI's busbw on 4 members, x2.51-3.32 on 8 and x1.39-2.91 on 16,

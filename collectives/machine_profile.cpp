@@ -44,9 +44,12 @@ constexpr MachineChoice kAmdZen4[] = {
     // reduce_scatter, 4-32 KiB blocks: mesh 0.19-0.20 / 0.30-0.32 / 0.36-0.41 / 0.45-0.49, the
     // tables' pushed 0.15-0.31 / 0.27-0.55 / 0.37-0.60 / 0.48-0.77.
     {Collective::kReduceScatter, Buffers::kPlain, kTwoMembers(2 * KiB + 1, 32 * KiB), "mesh"},
-    // broadcast 32 KiB: direct 0.83-0.96, the tables' Open MPI transfer 1.03-1.10 (at 16 KiB
-    // Open MPI's transfer stays: direct read 0.80-2.72 there).
-    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 32 * KiB), "direct"},
+    // broadcast 32 KiB: direct 0.83-0.96, the tables' Open MPI transfer 1.03-1.10. 16 KiB (direct
+    // then read chunks from the root's window: 0.80-2.72, and the Open MPI transfer stayed): since
+    // 2026-12-05 direct copies 16 KiB between the processes (broadcast_direct.cpp), 0.93-1.00
+    // relative to Open MPI's time in twelve launches of both modes (one 1.14), the Open MPI
+    // transfer 1.02-1.10 (bc16.log, bcread.log in docs/data/ab-amd-zen4-2026-12-05-direction/).
+    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(16 * KiB, 32 * KiB), "direct"},
     // all_to_all, 4 KiB blocks: pipelined 0.24-0.69, the tables' pushed 0.18-0.83; 8 KiB blocks:
     // cross_memory 0.85-0.96 (eight sweeps), the tables' pushed 0.43-1.54, Open MPI's transfer
     // 0.99-1.04.
