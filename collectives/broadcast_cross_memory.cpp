@@ -102,16 +102,20 @@ CollTask peer_side(CollContext& c, size_t buffer, size_t bytes, int root, std::b
   // The root answers "cross-memory" only where it knows this process as its peer on its host,
   // so its own pid names it here (this process may not map the root: mapping can be one-sided).
   if (reply.cross_memory == 1) {
-    if (!read_process_memory(reply.pid, reply.source, out, root_share_at(bytes, c.size()))) {
+    // A refused read still ends the protocol first: the root writes into this buffer until its
+    // "done".
+    const bool read =
+        read_process_memory(reply.pid, reply.source, out, root_share_at(bytes, c.size()));
+    c.notify(root, kDone);          // I have read your buffer (or will not)
+    co_await c.await(root, kDone);  // your share is in mine
+    published.withdraw();
+    if (!read) {
       throw TransportError("broadcast: rank " + std::to_string(c.rank()) + " could not read root " +
                            std::to_string(root) +
                            "'s buffer (process_vm_readv refused, although the root could write "
                            "this rank's); RANKFLOW_CROSS_MEMORY=off sends broadcasts through the "
                            "windows");
     }
-    c.notify(root, kDone);          // I have read your buffer
-    co_await c.await(root, kDone);  // your share is in mine
-    published.withdraw();
     co_return;
   }
   const size_t chunk = broadcast_chunk_bytes(bytes);

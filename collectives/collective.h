@@ -78,10 +78,11 @@ CollTask all_to_all_pipelined(CollContext& c, size_t src, size_t dst, size_t blo
 CollTask all_to_all_pipelined_staged(CollContext& c, size_t src, size_t block,
                                      const std::byte* send, std::byte* out, bool stream_staging);
 
-// allgather and all_to_all, cross-memory (exchange_cross_memory.cpp): each member writes the
-// blocks its peers get straight into their recv, one kernel copy each, or into their windows
-// where it cannot (another host, the kernel refuses, an in-place all_to_all). Arguments as for
-// the pipelined ones; with a null `out` (symmetric memory), or blocks too small for the
+// allgather and all_to_all, cross-memory (exchange_cross_memory.cpp): each block moves straight
+// from the sender's send into the receiver's recv, one kernel copy each (written by the sender,
+// or read by the receiver where both members of the pair offer to read), or into the receiver's
+// window where it cannot (another host, the kernel refuses, an in-place all_to_all). Arguments as
+// for the pipelined ones; with a null `out` (symmetric memory), or blocks too small for the
 // exchange's header, they run the pipelined ones.
 CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
                                 size_t elem_size, const std::byte* send, std::byte* out,

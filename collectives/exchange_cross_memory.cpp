@@ -69,13 +69,25 @@ bool reads_this_call(CollContext& c, size_t block, bool in_place_all_to_all) {
   if (in_place_all_to_all || !process_memory_usable()) return false;
   static const env::CrossMemoryDirection direction = env::cross_memory_direction();
   if (direction == env::CrossMemoryDirection::kWrite) return false;
+  if (direction == env::CrossMemoryDirection::kAuto) {
+    const CrossMemoryReads& reads = local_cross_memory_reads();
+    const auto round_trip = c.link_probe().round_trip();
+    if (block < reads.min_block || round_trip.count() == 0 ||
+        round_trip >= std::chrono::nanoseconds(reads.round_trip_below_ns))
+      return false;
+  }
   for (int d = 1; d < c.size(); ++d)
     if (!copies_reached(c.team().process_of(c.peer(d)))) return false;
-  if (direction == env::CrossMemoryDirection::kRead) return true;
-  const CrossMemoryReads& reads = local_cross_memory_reads();
-  const auto round_trip = c.link_probe().round_trip();
-  return block >= reads.min_block && round_trip.count() > 0 &&
-         round_trip < std::chrono::nanoseconds(reads.round_trip_below_ns);
+  return true;
+}
+
+// Whether this call measures the members' round trip: where a member could offer to read on its
+// measure (blocks any profile reads, peers mapped), on the calls LinkProbe::due() names. Every
+// member answers alike whatever its own settings or profile (the same binary, the same block,
+// the same eager()), so they all send and await the same signals.
+bool probes_this_call(CollContext& c, size_t block) {
+  return c.size() > 1 && c.eager() && block >= smallest_cross_memory_read_block() &&
+         c.link_probe().due();
 }
 
 // Delivers my block for `peer` (its header `theirs`) into its recv, or into its window at my
@@ -93,26 +105,19 @@ void write_block(CollContext& c, size_t region, int peer, const Header& theirs, 
   c.complete_fetches();
 }
 
-// Reads `peer`'s block for me (its header `theirs`) into `into`. Its process was reached before
-// (reads_this_call), so a refusal now is an error, not a reason to deliver another way: the peer
-// has left the block to me.
-void read_block(CollContext& c, int peer, const Header& theirs, size_t block, bool per_peer,
+// Reads `peer`'s block for me (its header `theirs`) into `into`; false where the kernel refused
+// (the peer exited, or revoked the permission since this process's copies reached it). The peer
+// has left the block to me, so there is no other way to deliver it.
+bool read_block(CollContext& c, int peer, const Header& theirs, size_t block, bool per_peer,
                 std::byte* into) {
   const uint64_t from = theirs.send + (per_peer ? static_cast<size_t>(c.rank()) * block : 0);
-  if (c.is_process_of(peer, theirs.pid) && read_process_memory(theirs.pid, from, into, block))
-    return;
-  throw TransportError("cross-memory exchange: rank " + std::to_string(c.rank()) +
-                       " could not read the block of member " + std::to_string(peer) +
-                       " (process " + std::to_string(theirs.pid) +
-                       "), which its earlier copies reached; the member waits for it");
+  return c.is_process_of(peer, theirs.pid) && read_process_memory(theirs.pid, from, into, block);
 }
 
 CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* send,
                   std::byte* out, bool per_peer) {
   const int me = c.rank();
-  // The token around the ring, kRounds times: in every member whatever its own direction, so
-  // that members whose settings or profiles differ still send and await the same signals.
-  if (c.size() > 1 && c.link_probe().due()) {
+  if (probes_this_call(c, block)) {  // the token around the ring, kRounds times
     LinkProbe::Arrivals arrivals;
     if (me == 0) c.notify(c.peer(1), kProbe);
     for (int round = 0; round < LinkProbe::kRounds; ++round) {
@@ -125,6 +130,7 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
   auto block_for = [&](int p) { return per_peer ? send + static_cast<size_t>(p) * block : send; };
   auto header_at = [&](int member) { return region + static_cast<size_t>(member) * block; };
   const bool in_place_all_to_all = per_peer && send == out;
+  int unread = -1;  // a peer whose block the kernel refused to read
   const Header mine{published_process(),
                     reinterpret_cast<uint64_t>(out),
                     in_place_all_to_all ? 1u : 0u,
@@ -141,7 +147,8 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
     co_await c.await(p, kReady);
     const Header theirs = c.read_record<Header>(p, header_at(p));
     if (mine.reads != 0 && theirs.reads != 0) {  // the pair reads (both offered): each its own
-      read_block(c, p, theirs, block, per_peer, out + static_cast<size_t>(p) * block);
+      if (!read_block(c, p, theirs, block, per_peer, out + static_cast<size_t>(p) * block))
+        unread = p;  // the protocol goes on, so that no peer is left using this member's memory
     } else {
       write_block(c, region, p, theirs, block, block_for(p));
     }
@@ -162,6 +169,13 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
     std::memcpy(out + from, c.local(region + from), block);
   }
   published.withdraw();  // every peer is done with it (their "done")
+  if (unread >= 0) {
+    throw TransportError("cross-memory exchange: rank " + std::to_string(me) +
+                         " could not read the block of member " + std::to_string(unread) +
+                         " (process_vm_readv refused, although this rank's copies reached it "
+                         "before; did the member exit?); RANKFLOW_CROSS_MEMORY_DIRECTION=write "
+                         "has every block written instead");
+  }
 }
 
 // The exchange, from the window region all members use alike and nothing else fills: src,

@@ -6,8 +6,8 @@
 // cross-memory exchange should make the kernel's copy switches with it.
 //
 // A probe is a token sent around the members' ring, from member 0, `kRounds` times; each member
-// stamps the token's arrivals, and the shortest time between two of them, over the members,
-// times two, is the round trip. Each member keeps its own figure (they differ by the clocks'
+// stamps the token's arrivals, and the shortest time between two of them (a lap of P hops), times
+// two over P, is the round trip. Each member keeps its own figure (they differ by the clocks'
 // reading only), so a choice taken from it must not need the members to agree (the exchange's
 // direction: a pair reads only where both members offered to). The probe runs in the first call
 // and then every `kEvery`-th call that asks due(), which the members count alike because every

@@ -6,6 +6,7 @@
 #include <cpuid.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
 
 #include "common/env.h"
@@ -144,6 +145,13 @@ const CrossMemoryReads& local_cross_memory_reads() {
   static const CrossMemoryReads never{};
   static const MachineProfile* const profile = profile_from_environment();
   return profile == nullptr ? never : profile->reads;
+}
+
+size_t smallest_cross_memory_read_block() {
+  size_t smallest = SIZE_MAX;
+  for (const MachineProfile& profile : kProfiles)
+    smallest = std::min(smallest, profile.reads.min_block);
+  return smallest;
 }
 
 std::string_view profile_name(const MachineProfile* profile) {

@@ -86,6 +86,10 @@ const MachineProfile* profile_from_environment();
 // none). Each member chooses the direction of the blocks it receives by itself, so this needs no
 // agreement.
 const CrossMemoryReads& local_cross_memory_reads();
+// The smallest CrossMemoryReads::min_block of all profiles (SIZE_MAX where none reads): the
+// same in every process of one build, so members may decide alike from it whatever profile each
+// took.
+size_t smallest_cross_memory_read_block();
 // The profile's name, "generic" for null.
 std::string_view profile_name(const MachineProfile* profile);
 

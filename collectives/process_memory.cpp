@@ -1,4 +1,6 @@
-// process_memory (see process_memory.h).
+// process_memory (see process_memory.h). Owns the process-wide state of the kernel's copies:
+// whether one was refused, the counters, and the processes copies have reached. Any thread (the
+// state is atomic or under its mutex).
 #include "collectives/process_memory.h"
 
 #include <sys/types.h>
@@ -38,10 +40,12 @@ bool usable() {
 }
 
 // One direction of cross-memory attach, repeated until every byte moved (the kernel may move
-// fewer than asked).
+// fewer than asked). `promised`: the copy was promised to a peer, so a refusal of another copy
+// before does not stop it from being tried (it is still not tried where switched off).
 template <typename Move>
-bool move_all(int64_t pid, size_t bytes, Move&& move) {
-  if (!usable() || pid <= 0) return false;
+bool move_all(int64_t pid, size_t bytes, bool promised, Move&& move) {
+  static const bool switched_on = env::cross_memory();
+  if (!(promised ? switched_on : usable()) || pid <= 0) return false;
   size_t done = 0;
   while (done < bytes) {
     const ssize_t moved = move(static_cast<pid_t>(pid), done, bytes - done);
@@ -57,7 +61,7 @@ bool move_all(int64_t pid, size_t bytes, Move&& move) {
 }  // namespace
 
 bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes) {
-  const bool written = move_all(pid, bytes, [&](pid_t to, size_t at, size_t left) {
+  const bool written = move_all(pid, bytes, false, [&](pid_t to, size_t at, size_t left) {
     iovec local{const_cast<std::byte*>(src + at), left};
     iovec remote{reinterpret_cast<void*>(address + at), left};
     return process_vm_writev(to, &local, 1, &remote, 1, 0);
@@ -70,7 +74,7 @@ bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, s
 }
 
 bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes) {
-  const bool read = move_all(pid, bytes, [&](pid_t from, size_t at, size_t left) {
+  const bool read = move_all(pid, bytes, true, [&](pid_t from, size_t at, size_t left) {
     iovec local{dst + at, left};
     iovec remote{reinterpret_cast<void*>(address + at), left};
     return process_vm_readv(from, &local, 1, &remote, 1, 0);

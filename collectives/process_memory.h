@@ -17,7 +17,9 @@ namespace rankflow::coll {
 // earlier write of this process was refused: the caller then delivers another way.
 bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes);
 
-// Reads `bytes` at `address` in process `pid` into `dst`; false as for write_process_memory.
+// Reads `bytes` at `address` in process `pid` into `dst`; false as for write_process_memory,
+// except that an earlier refusal does not stop it: reads are made where a peer was promised
+// them (its block left to this process to read), so each is tried.
 bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes);
 
 // Whether writes from this process reach process `pid`: the first time for a pid, writes the

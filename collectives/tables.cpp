@@ -76,7 +76,8 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // CMA, where a staged path copies it into the window and the peers copy it out. On two members
 // it runs as a pairwise exchange that copies the own block while the transfer runs
 // (api/mpi_pairwise.h). allgather and all_to_all: `cross_memory` from 16 KiB blocks up, which on
-// one host copies each block straight into the peers' recv (exchange_cross_memory.cpp;
+// one host copies each block straight from the sender's send into the peers' recv (written, or
+// read where the pair offers to read: exchange_cross_memory.cpp;
 // 2026-12-03 late night: x1.24-1.33 of Open MPI at 16 KiB blocks against x1.00-1.01 for its own
 // transfer, x1.68-2.51 at 32-512 KiB, x1.03-1.59 to 8 MiB). At 16-32 MiB blocks the two are
 // within a few percent and the machine decides: on the Intel Xeon of 2026-12-03 the kernel copy
@@ -230,8 +231,8 @@ constexpr AllgatherAlgorithm kAllgather[] = {
                    "is staged",
                    "allgather(pipelined)", {}),
     plain_exchange("cross_memory", &allgather_cross_memory_entry,
-                   "each block straight into the peers' recv, one kernel copy each (one host; "
-                   "else their windows)",
+                   "each block straight into the peers' recv, one kernel copy each, written or "
+                   "read (one host; else their windows)",
                    "allgather(cross_memory)", kCrossMemoryExchangePlain),
     plain_exchange("mpi", nullptr, "Open MPI's MPI_Allgather on the communicator (blocking calls)",
                    "allgather(mpi)", {}, true),
@@ -351,8 +352,8 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
                    "is staged",
                    "all_to_all(pipelined)", {}),
     plain_exchange("cross_memory", &all_to_all_cross_memory_entry,
-                   "each peer's block straight into the peers' recv, one kernel copy each (one "
-                   "host; else their windows)",
+                   "each peer's block straight into the peers' recv, one kernel copy each, "
+                   "written or read (one host; else their windows)",
                    "all_to_all(cross_memory)", kCrossMemoryExchangePlain),
     plain_exchange("mpi", nullptr, "Open MPI's MPI_Alltoall on the communicator (blocking calls)",
                    "all_to_all(mpi)", {}, true),

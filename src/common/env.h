@@ -45,10 +45,11 @@ ProgressMode progress_mode();
 // Off on one rank only still lets its peers write into it.
 bool cross_memory();
 // RANKFLOW_CROSS_MEMORY_DIRECTION: auto|write|read. Which side makes the kernel copy of a
-// cross-memory allgather or all_to_all: each member writes its blocks into its peers (write),
-// reads its peers' blocks into its own recv (read), or, by default (auto), reads where the
-// machine profile measured reads faster and a probe of the round trip between the members says
-// the machine is in that state (collectives/exchange_direction.h).
+// cross-memory allgather or all_to_all block: a pair of members reads (each its blocks from the
+// other's send) where both offer to, else writes (each its blocks into the other's recv). read
+// offers, write does not, and auto (the default) offers where the machine profile measured
+// reads faster and a probe of the members' round trip says the machine is in that state
+// (collectives/exchange_cross_memory.cpp, collectives/link_probe.h).
 CrossMemoryDirection cross_memory_direction();
 
 // Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.

@@ -251,6 +251,7 @@ void expect_kernel_copies(const char* variable, bool in_place, Call&& call) {
     for (int round = 0; round < 2; ++round) {
       for (size_t i = 0; i < a.size(); ++i)
         a[i] = value(comm.rank(), i);
+      std::fill(b.begin(), b.end(), -1);  // a block neither side copied shows in the check
       const uint64_t reads = coll::process_memory_reads();
       const uint64_t writes = coll::process_memory_writes();
       call(comm, a.data(), in_place ? a.data() : b.data(), count);
@@ -275,6 +276,39 @@ TEST(CrossMemory, AllgatherCopiesEachBlockOnceBetweenTheProcesses) {
                                    << r << " " << i;
                            }
                          });
+  }
+}
+
+// RANKFLOW_CROSS_MEMORY_DIRECTION=auto where the profile reads (collectives.np2 runs it with
+// RANKFLOW_MACHINE=amd-zen4): 4 MiB blocks, 70 calls, so the probe runs at the first call and
+// again at the 65th, and the machine may change its mode in between. Whatever each member
+// measures, the two members of the pair must move each call's blocks the same way: both read
+// one block each, or both write one each.
+TEST(CrossMemory, AutoDirectionKeepsBothMembersOfThePairAlike) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const size_t block = coll::local_cross_memory_reads().min_block;
+  if (comm.size() != 2 || block > (size_t{4} << 20) || !coll::process_memory_usable() ||
+      !api::maps_peers(comm) || env::cross_memory_direction() != env::CrossMemoryDirection::kAuto)
+    GTEST_SKIP() << "two members on one host, a profile that reads from 4 MiB, direction auto";
+  const size_t count = block / 4;
+  std::vector<int32_t> a(count), b(2 * count);
+  for (size_t i = 0; i < count; ++i)
+    a[i] = value(comm.rank(), i);
+  for (int call = 0; call < 70; ++call) {
+    std::fill(b.begin(), b.end(), -1);
+    const uint64_t reads = coll::process_memory_reads();
+    const uint64_t writes = coll::process_memory_writes();
+    comm.allgather(a.data(), b.data(), count, DType::kI32);
+    const uint64_t mine[2] = {coll::process_memory_reads() - reads,
+                              coll::process_memory_writes() - writes};
+    uint64_t both[4];
+    MPI_Allgather(mine, 2, MPI_UINT64_T, both, 2, MPI_UINT64_T, MPI_COMM_WORLD);
+    ASSERT_EQ(mine[0] + mine[1], 1u) << "call " << call << ": one kernel copy a member";
+    ASSERT_EQ(both[0], both[2]) << "call " << call << ": one member read, the other wrote";
+    for (int r = 0; r < 2; ++r) {
+      for (size_t i = 0; i < count; i += 997)
+        ASSERT_EQ(b[static_cast<size_t>(r) * count + i], value(r, i)) << call << " " << r;
+    }
   }
 }
 
