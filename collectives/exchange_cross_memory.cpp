@@ -12,10 +12,10 @@
 // that judge the machine differently both write, rather than one making both copies). A member
 // offers where RANKFLOW_CROSS_MEMORY_DIRECTION says read, or where it is auto and the machine
 // profile measured reads faster at this block size and in the machine's present state (the
-// members' round trip, LinkProbe, measured in this protocol's first call and every
-// LinkProbe::kEvery-th after). It offers only where its copies have reached every peer before (a
-// refused read could not be delivered another way), and never for an in-place all_to_all (its
-// send blocks must not be overwritten before the peers have read them).
+// members' round trip, LinkProbe, measured in this protocol's first call that could read and
+// every LinkProbe::kEvery-th such call after: probes_this_call). It offers only where its copies
+// have reached every peer before (a refused read could not be delivered another way), and never for
+// an in-place all_to_all (its send blocks must not be overwritten before the peers have read them).
 //
 // Each member's header sits in its own window at its own block of `region` (a window region of
 // P blocks at the same offset on every member, unused otherwise), where no peer writes: its
