@@ -135,9 +135,23 @@ bool CollContext::poll(CollTask& task) {
 }
 
 void CollContext::run(CollTask& task, std::chrono::nanoseconds timeout) {
-  if (!task.advance()) {
-    team_.wait_until([&] { return task.advance(); },
-                     [&] { return describe_wait(task.waiting(), timeout); }, timeout);
+  // A wait, with a back-off of its own, for each signal the task suspends on: a wait that
+  // yielded or slept for a late peer must not leave the task's later waits, which the peers
+  // answer at once, polling at the yielding or sleeping rate (a probe of the members' round trip
+  // read about 1 ms a lap after a first wait of milliseconds, 160-220 ns otherwise). The wait
+  // ends where the task finishes or suspends on another signal; a task that suspends once
+  // waits once, as before.
+  bool finished = task.advance();
+  while (!finished) {
+    const SignalAwait before = task.waiting();  // what it waits for (the awaiter may be reused)
+    team_.wait_until(
+        [&] {
+          finished = task.advance();
+          if (finished) return true;
+          const SignalAwait& now = task.waiting();
+          return now.word != before.word || now.target != before.target;
+        },
+        [&] { return describe_wait(task.waiting(), timeout); }, timeout);
   }
   if (!eager_) {  // wait_until tries once before it waits
     team_.wait_until([&] { return close_step(); }, [&] { return describe_closing(timeout); },

@@ -106,7 +106,8 @@ class CollContext {
 
   // Drives `task` to completion, then its closing unless eager(): progresses the transport
   // while it waits and ends in a Timeout naming the operation, this rank, the peer and the
-  // counts when the team's limit passes.
+  // counts when one of its waits passes the limit (each signal it suspends on is a wait of its
+  // own, with its own back-off).
   void run(CollTask& task, std::chrono::nanoseconds timeout = std::chrono::nanoseconds::zero());
   // Advances `task` once without blocking (progressing the transport); true when it and its
   // closing are complete.
