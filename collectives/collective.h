@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "collectives/coll_context.h"
 #include "collectives/reduce.h"
@@ -89,6 +90,9 @@ CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t b
                                 bool stream_staging);
 CollTask all_to_all_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
                                  const std::byte* send, std::byte* out, bool stream_staging);
+// The own blocks the cross-memory exchanges of this process copied with non-temporal stores
+// (MachineProfile::stream_own_block_from_recv), for tests.
+uint64_t own_blocks_streamed();
 
 // Small blocks through the low-latency inbox, one round, any local memory (see the files):
 // true when blocks of `block_bytes` fit a slot.

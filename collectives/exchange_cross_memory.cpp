@@ -36,6 +36,7 @@
 #include "collectives/link_probe.h"
 #include "collectives/machine_profile.h"
 #include "collectives/process_memory.h"
+#include "collectives/stage_copy.h"
 #include "common/env.h"
 #include "rankflow/error.h"
 
@@ -114,6 +115,21 @@ bool read_block(CollContext& c, int peer, const Header& theirs, size_t block, bo
   return c.is_process_of(peer, theirs.pid) && read_process_memory(theirs.pid, from, into, block);
 }
 
+std::atomic<uint64_t> g_own_blocks_streamed{0};
+
+// Copies this member's own block from its input into recv, with non-temporal stores where the
+// profile says recv has outgrown the cache (MachineProfile::stream_own_block_from_recv).
+void copy_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
+  if (own == input) return;
+  const bool apart = own + block <= input || input + block <= own;
+  if (apart && static_cast<size_t>(members) * block >= local_stream_own_block_from_recv()) {
+    stream_copy(own, input, block);
+    g_own_blocks_streamed.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    std::memmove(own, input, block);
+  }
+}
+
 CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* send,
                   std::byte* out, bool per_peer) {
   const int me = c.rank();
@@ -154,8 +170,7 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
     }
     c.notify(p, kDone);
   }
-  std::byte* own = out + static_cast<size_t>(me) * block;
-  if (own != block_for(me)) std::memmove(own, block_for(me), block);
+  copy_own_block(out + static_cast<size_t>(me) * block, block_for(me), block, c.size());
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), kDone);
   for (int d = 1; d < c.size(); ++d) {
@@ -193,6 +208,10 @@ CollTask exchange_or_staged(CollContext& c, size_t src, size_t dst, size_t block
 }
 
 }  // namespace
+
+uint64_t own_blocks_streamed() {
+  return g_own_blocks_streamed.load(std::memory_order_relaxed);
+}
 
 CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
                                 size_t elem_size, const std::byte* send, std::byte* out,

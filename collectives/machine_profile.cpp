@@ -16,6 +16,7 @@ namespace rankflow::coll {
 namespace {
 
 constexpr size_t KiB = 1024;
+constexpr size_t MiB = 1024 * KiB;
 // Sizes on two members only (kTwoMembers): the sweeps' (a profile says nothing of other member
 // counts).
 
@@ -68,12 +69,21 @@ constexpr MachineChoice kAmdZen4[] = {
 // in the slow one (320-360 ns): 350 ns lies between.
 constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 350};
 
+// The own block's copy, measured 2026-12-05 on two processes (the exchange's copies alone,
+// docs/data/ab-amd-zen4-2026-12-05-stream/): with non-temporal stores an allgather of 8-16 MiB
+// blocks (recv 16-32 MiB a member, beside the peer's as much: more than the 32 MiB L3) took
+// x0.80-0.87 of the time with memcpy in both modes; at 1-4 MiB blocks the buffers fit and the
+// streamed copy lost (x1.0-1.5 the time). glibc streams only from 240 MiB here (its
+// x86_non_temporal_threshold, from the cache size the hypervisor reports).
+constexpr size_t kAmdZen4StreamOwnBlockFromRecv = 16 * MiB;
+
 constexpr MachineProfile kProfiles[] = {
     {"amd-zen4",
      "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
      {"AuthenticAMD", 25, 0x10, 0x1f},
      kAmdZen4,
-     kAmdZen4Reads},
+     kAmdZen4Reads,
+     kAmdZen4StreamOwnBlockFromRecv},
 };
 
 template <typename Args>
@@ -141,10 +151,21 @@ const MachineProfile* profile_from_environment() {
   return find_profile(env::trim(*value), "RANKFLOW_MACHINE");
 }
 
+namespace {
+// This process's profile, read from RANKFLOW_MACHINE (or cpuid) once.
+const MachineProfile* local_profile() {
+  static const MachineProfile* const profile = profile_from_environment();
+  return profile;
+}
+}  // namespace
+
 const CrossMemoryReads& local_cross_memory_reads() {
   static const CrossMemoryReads never{};
-  static const MachineProfile* const profile = profile_from_environment();
-  return profile == nullptr ? never : profile->reads;
+  return local_profile() == nullptr ? never : local_profile()->reads;
+}
+
+size_t local_stream_own_block_from_recv() {
+  return local_profile() == nullptr ? SIZE_MAX : local_profile()->stream_own_block_from_recv;
 }
 
 size_t smallest_cross_memory_read_block() {

@@ -61,6 +61,11 @@ struct MachineProfile {
   CpuModels cpus;
   std::span<const MachineChoice> choices;
   CrossMemoryReads reads{};
+  // A cross-memory exchange copies a member's own block into its recv with non-temporal stores
+  // where recv (members x block) holds this many bytes or more: the call's buffers have outgrown
+  // the cache, and ordinary stores would first fetch each line of recv from memory. The default
+  // never streams.
+  size_t stream_own_block_from_recv = SIZE_MAX;
 };
 
 // What cpuid says of this CPU (an empty vendor off x86).
@@ -86,6 +91,9 @@ const MachineProfile* profile_from_environment();
 // none). Each member chooses the direction of the blocks it receives by itself, so this needs no
 // agreement.
 const CrossMemoryReads& local_cross_memory_reads();
+// This process's profile's stream_own_block_from_recv (SIZE_MAX for none). A member's own copy
+// concerns no peer, so members need not agree on it.
+size_t local_stream_own_block_from_recv();
 // The smallest CrossMemoryReads::min_block of all profiles (SIZE_MAX where none reads): the
 // same in every process of one build, so members may decide alike from it whatever profile each
 // took.

@@ -50,9 +50,9 @@ void set_stage_copy(StageCopy how) {
   g_how.store(how, std::memory_order_relaxed);
 }
 
-void stage_copy(std::byte* dst, const std::byte* src, size_t bytes, bool entry_streams) {
+void stream_copy(std::byte* dst, const std::byte* src, size_t bytes) {
 #if defined(__x86_64__)
-  if (bytes >= kStreamFrom && streams(entry_streams)) {
+  if (bytes >= kStreamFrom) {
     const size_t head = (16 - reinterpret_cast<uintptr_t>(dst) % 16) % 16;
     std::memcpy(dst, src, head);
     const size_t body = (bytes - head) / 64 * 64;
@@ -62,6 +62,14 @@ void stage_copy(std::byte* dst, const std::byte* src, size_t bytes, bool entry_s
   }
 #endif
   if (bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+void stage_copy(std::byte* dst, const std::byte* src, size_t bytes, bool entry_streams) {
+  if (streams(entry_streams)) {
+    stream_copy(dst, src, bytes);
+  } else if (bytes > 0) {
+    std::memcpy(dst, src, bytes);
+  }
 }
 
 }  // namespace rankflow::coll

@@ -21,6 +21,13 @@ enum class StageCopy {
 // Process-wide; for benchmarks that compare the two ways in one run.
 void set_stage_copy(StageCopy how);
 
+// Copies `bytes` with non-temporal stores from 16 KiB up (memcpy below, and off x86): the lines
+// of `dst` are neither fetched nor kept in this core's cache. For copies whose destination the
+// cache cannot hold anyway (a large own block of an exchange, exchange_cross_memory.cpp), where
+// the fetch of each line before its store is a third of the memory traffic. `dst` and `src` must
+// not overlap.
+void stream_copy(std::byte* dst, const std::byte* src, size_t bytes);
+
 // Copies `bytes` of a caller's source into staging memory; `entry_streams`: the algorithm's
 // Algorithm::streams_staged_src.
 void stage_copy(std::byte* dst, const std::byte* src, size_t bytes, bool entry_streams);

@@ -312,6 +312,46 @@ TEST(CrossMemory, AutoDirectionKeepsBothMembersOfThePairAlike) {
   }
 }
 
+// Where the profile streams the own block (algorithm_override.np2.amd_profile_exchanges runs it
+// with RANKFLOW_MACHINE=amd-zen4: recv of 16 MiB and more), the cross-memory allgather and
+// all_to_all copy it with non-temporal stores, once a call, and exactly: recv one int32 off the
+// 16-byte alignment (a head and a tail beside the streamed lines), an odd count, every element
+// checked. A call whose recv is below the threshold, or in place, copies as before.
+TEST(CrossMemory, LargeOwnBlockIsStreamedExactly) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const size_t from = coll::local_stream_own_block_from_recv();
+  if (from > (size_t{32} << 20) || !coll::process_memory_usable() || !api::maps_peers(comm))
+    GTEST_SKIP() << "members on one host and a profile that streams own blocks";
+  const size_t p = static_cast<size_t>(comm.size());
+  const size_t streamed_count = from / p / 4 + 3;  // P x block just over the threshold
+  const size_t small_count = from / p / 8;         // half of it
+  for (const char* variable : {"RANKFLOW_ALLGATHER", "RANKFLOW_ALL_TO_ALL"}) {
+    const bool all_to_all = std::string(variable) == "RANKFLOW_ALL_TO_ALL";
+    Communicator forced_comm = forced(variable, "cross_memory");
+    for (const size_t count : {streamed_count, small_count}) {
+      SCOPED_TRACE(std::string(variable) + ", " + std::to_string(count) + " elements a block");
+      std::vector<int32_t> a(count * p), b(count * p + 1);
+      for (size_t i = 0; i < a.size(); ++i)
+        a[i] = value(comm.rank(), i);
+      std::fill(b.begin(), b.end(), -1);
+      int32_t* recv = b.data() + 1;
+      const uint64_t before = coll::own_blocks_streamed();
+      if (all_to_all) {
+        forced_comm.all_to_all(a.data(), recv, count, DType::kI32);
+      } else {
+        forced_comm.allgather(a.data(), recv, count, DType::kI32);
+      }
+      EXPECT_EQ(coll::own_blocks_streamed() - before, count == streamed_count ? 1u : 0u);
+      EXPECT_EQ(b[0], -1) << "wrote before recv";
+      for (size_t r = 0; r < p; ++r) {
+        const size_t first = all_to_all ? static_cast<size_t>(comm.rank()) * count : 0;
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(recv[r * count + i], value(static_cast<int>(r), first + i)) << r << " " << i;
+      }
+    }
+  }
+}
+
 TEST(CrossMemory, AllToAllCopiesEachBlockOnceBetweenTheProcesses) {
   for (const bool in_place : {false, true}) {
     expect_kernel_copies("RANKFLOW_ALL_TO_ALL", in_place,

@@ -207,5 +207,14 @@ TEST(MachineProfile, CrossMemoryReadsAreMeasuredPerProfile) {
   EXPECT_LT(amd->reads.round_trip_below_ns, 520u);  // in the slow one: 520-880 ns
 }
 
+// Streaming the own block is a profile's measured choice too: never without a profile; the AMD
+// profile's once recv outgrows its 32 MiB L3 beside the peer's (16 MiB a member on two).
+TEST(MachineProfile, OwnBlockStreamingIsMeasuredPerProfile) {
+  EXPECT_EQ(MachineProfile{}.stream_own_block_from_recv, SIZE_MAX);
+  const MachineProfile* amd = find_profile("amd-zen4", "RANKFLOW_MACHINE");
+  ASSERT_NE(amd, nullptr);
+  EXPECT_EQ(amd->stream_own_block_from_recv, size_t{16} << 20);
+}
+
 }  // namespace
 }  // namespace rankflow::coll
