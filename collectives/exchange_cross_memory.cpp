@@ -1,6 +1,7 @@
-// allgather and all_to_all, cross-memory (the tables' `cross_memory`): the caller's plain
-// buffers on one host. No staging: each block one member gets from another (all of send for
-// allgather, block p for member p in all_to_all) moves straight from the sender's send into the
+// The cross-memory exchange of allgather and all_to_all (the tables' `cross_memory` runs it
+// where exchange_choice.cpp does not stage the blocks): the caller's plain buffers on one host.
+// No staging: each block one member gets from another (all of send for allgather, block p for
+// member p in all_to_all) moves straight from the sender's send into the
 // receiver's recv with one kernel copy (process_memory.h), made by the sender (a write) or by the
 // receiver (a read), and each member copies its own block. Two rounds: "ready" (my header is
 // written), then "done" (I am done with your memory: my blocks are in your recv, or in your
@@ -12,8 +13,8 @@
 // that judge the machine differently both write, rather than one making both copies). A member
 // offers where RANKFLOW_CROSS_MEMORY_DIRECTION says read, or where it is auto and the machine
 // profile measured reads faster at this block size and in the machine's present state (the
-// members' round trip, LinkProbe, measured in this protocol's first call that could read and
-// every LinkProbe::kEvery-th such call after: probes_this_call). It offers only where its copies
+// members' round trip, LinkProbe, which exchange_choice.cpp measures now and then before the
+// exchange). It offers only where its copies
 // have reached every peer before (a refused read could not be delivered another way), and never for
 // an in-place all_to_all (its send blocks must not be overwritten before the peers have read them).
 //
@@ -32,7 +33,7 @@
 #include <string>
 #include <vector>
 
-#include "collectives/collective.h"
+#include "collectives/exchange_cross_memory.h"
 #include "collectives/link_probe.h"
 #include "collectives/machine_profile.h"
 #include "collectives/process_memory.h"
@@ -82,15 +83,6 @@ bool reads_this_call(CollContext& c, size_t block, bool in_place_all_to_all) {
   return true;
 }
 
-// Whether this call measures the members' round trip: where a member could offer to read on its
-// measure (blocks any profile reads, peers mapped), on the calls LinkProbe::due() names. Every
-// member answers alike whatever its own settings or profile (the same binary, the same block,
-// the same eager()), so they all send and await the same signals.
-bool probes_this_call(CollContext& c, size_t block) {
-  return c.size() > 1 && c.eager() && block >= smallest_cross_memory_read_block() &&
-         c.link_probe().due();
-}
-
 // Delivers my block for `peer` (its header `theirs`) into its recv, or into its window at my
 // block of `region` with my word in its header (at its block of `region`) saying so.
 void write_block(CollContext& c, size_t region, int peer, const Header& theirs, size_t block,
@@ -130,19 +122,15 @@ void copy_own_block(std::byte* own, const std::byte* input, size_t block, int me
   }
 }
 
-CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* send,
-                  std::byte* out, bool per_peer) {
+}  // namespace
+
+size_t cross_memory_header_bytes(int members) {
+  return header_bytes(members);
+}
+
+CollTask cross_memory_exchange(CollContext& c, size_t region, size_t block, const std::byte* send,
+                               std::byte* out, bool per_peer) {
   const int me = c.rank();
-  if (probes_this_call(c, block)) {  // the token around the ring, kRounds times
-    LinkProbe::Arrivals arrivals;
-    if (me == 0) c.notify(c.peer(1), kProbe);
-    for (int round = 0; round < LinkProbe::kRounds; ++round) {
-      co_await c.await(c.peer(-1), kProbe);
-      arrivals[static_cast<size_t>(round)] = LinkProbe::Clock::now();
-      if (me != 0 || round + 1 < LinkProbe::kRounds) c.notify(c.peer(1), kProbe);
-    }
-    c.link_probe().record(arrivals, c.size());
-  }
   auto block_for = [&](int p) { return per_peer ? send + static_cast<size_t>(p) * block : send; };
   auto header_at = [&](int member) { return region + static_cast<size_t>(member) * block; };
   const bool in_place_all_to_all = per_peer && send == out;
@@ -193,39 +181,8 @@ CollTask exchange(CollContext& c, size_t region, size_t block, const std::byte* 
   }
 }
 
-// The exchange, from the window region all members use alike and nothing else fills: src,
-// unless the input was staged whole there (a non-blocking call; send null), then dst. (A blocking
-// call's dst may differ between members: "in" where send is recv, else "out".) `staged()` is
-// the pipelined twin, which runs instead where recv is not the caller's memory or a block is
-// smaller than the header.
-template <typename Staged>
-CollTask exchange_or_staged(CollContext& c, size_t src, size_t dst, size_t block,
-                            const std::byte* send, std::byte* out, bool per_peer, Staged&& staged) {
-  if (block == 0) return CollTask::finished();
-  if (out == nullptr || block < header_bytes(c.size())) return staged();
-  if (send != nullptr) return exchange(c, src, block, send, out, per_peer);
-  return exchange(c, dst, block, c.local(src), out, per_peer);
-}
-
-}  // namespace
-
 uint64_t own_blocks_streamed() {
   return g_own_blocks_streamed.load(std::memory_order_relaxed);
-}
-
-CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
-                                size_t elem_size, const std::byte* send, std::byte* out,
-                                bool stream_staging) {
-  return exchange_or_staged(c, src, dst, block, send, out, false, [&] {
-    return allgather_pipelined(c, src, dst, block, elem_size, send, out, stream_staging);
-  });
-}
-
-CollTask all_to_all_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
-                                 const std::byte* send, std::byte* out, bool stream_staging) {
-  return exchange_or_staged(c, src, dst, block, send, out, true, [&] {
-    return all_to_all_pipelined(c, src, dst, block, send, out, stream_staging);
-  });
 }
 
 }  // namespace rankflow::coll

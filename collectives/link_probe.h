@@ -8,11 +8,14 @@
 // A probe is a token sent around the members' ring, from member 0, `kRounds` times; each member
 // stamps the token's arrivals, and the shortest time between two of them (a lap of P hops), times
 // two over P, is the round trip. Each member keeps its own figure (they differ by the clocks'
-// reading only), so a choice taken from it must not need the members to agree (the exchange's
-// direction: a pair reads only where both members offered to). The probe runs in the first call
-// and then every `kEvery`-th call that asks due(), which the members count alike because every
-// member runs the same sequence of collectives. Its signal kind is kProbe. Threads: the thread
-// that drives the collective (one CollContext, one thread at a time).
+// reading only), so a choice taken from it alone must not need the members to agree (the
+// exchange's direction: a pair reads only where both members offered to). A choice that does
+// (which algorithm runs) takes the Verdict instead: member 0's decision from its own figure,
+// which it writes into its window and the token carries around once more, so that every member
+// holds the same one (exchange_choice.cpp). The probe runs in the first call and then every
+// `kEvery`-th call that asks due(), which the members count alike because every member runs the
+// same sequence of collectives. Its signal kind is kProbe. Threads: the thread that drives the
+// collective (one CollContext, one thread at a time).
 #pragma once
 
 #include <array>
@@ -40,9 +43,27 @@ class LinkProbe {
   // The last probe's round trip between two members (zero before the first).
   std::chrono::nanoseconds round_trip() const { return round_trip_; }
 
+  // Member 0's decision at the last probe, the same on every member: the exchange blocks, from
+  // `staged_from` to `staged_to` bytes, that stage through the window (none before the first
+  // probe, or where staged_from is 0).
+  struct Verdict {
+    uint64_t staged_from = 0;
+    uint64_t staged_to = 0;
+    bool stages(size_t block) const {
+      return staged_from != 0 && block >= staged_from && block <= staged_to;
+    }
+  };
+  void agree(const Verdict& verdict) { verdict_ = verdict; }
+  const Verdict& verdict() const { return verdict_; }
+
+  // For tests: every probe of this process records `round_trip` instead of what it measured
+  // (zero: what it measured again), so that a test can put member 0 in either mode.
+  static void force_round_trip(std::chrono::nanoseconds round_trip);
+
  private:
   uint64_t calls_ = 0;
   std::chrono::nanoseconds round_trip_{0};
+  Verdict verdict_{};
 };
 
 }  // namespace rankflow::coll

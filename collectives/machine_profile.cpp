@@ -77,13 +77,23 @@ constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 350};
 // x86_non_temporal_threshold, from the cache size the hypervisor reports).
 constexpr size_t kAmdZen4StreamOwnBlockFromRecv = 16 * MiB;
 
+// The exchanges staged, measured 2026-12-05 with `pipelined` and `cross_memory` forced, launches
+// alternated (docs/data/ab-amd-zen4-2026-12-05-stream/pl1.log, pl-slow.log): in the fast mode
+// staging 256 KiB-1 MiB blocks through the window (memcpy) ran x1.27-1.34 of Open MPI against the
+// kernel's copy's x1.02-1.17 (at 128 KiB blocks x0.80-0.84 against x1.08-1.14; at 2 MiB blocks
+// the allgather won, x1.13-1.24 against x0.91-1.01, and the all_to_all lost, x0.86 against
+// x1.09, choice1.log); in the slow mode it ran x0.32-0.42 against x1.65-2.07, hence the round
+// trip (the probe reads 160-220 ns fast, 520-880 ns slow).
+constexpr StagedExchanges kAmdZen4Staged{256 * KiB, 1 * MiB, 350, 2};
+
 constexpr MachineProfile kProfiles[] = {
     {"amd-zen4",
      "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
      {"AuthenticAMD", 25, 0x10, 0x1f},
      kAmdZen4,
      kAmdZen4Reads,
-     kAmdZen4StreamOwnBlockFromRecv},
+     kAmdZen4StreamOwnBlockFromRecv,
+     kAmdZen4Staged},
 };
 
 template <typename Args>
@@ -168,10 +178,15 @@ size_t local_stream_own_block_from_recv() {
   return local_profile() == nullptr ? SIZE_MAX : local_profile()->stream_own_block_from_recv;
 }
 
-size_t smallest_cross_memory_read_block() {
+const StagedExchanges& local_staged_exchanges() {
+  static const StagedExchanges never{};
+  return local_profile() == nullptr ? never : local_profile()->staged;
+}
+
+size_t smallest_probed_block() {
   size_t smallest = SIZE_MAX;
   for (const MachineProfile& profile : kProfiles)
-    smallest = std::min(smallest, profile.reads.min_block);
+    smallest = std::min({smallest, profile.reads.min_block, profile.staged.min_block});
   return smallest;
 }
 

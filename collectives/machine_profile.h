@@ -55,6 +55,17 @@ struct CrossMemoryReads {
   uint32_t round_trip_below_ns = 0;
 };
 
+// Where the plain allgather and all_to_all stage their blocks through the window instead of the
+// kernel's copy (collectives/exchange_choice.cpp): on `members` members, blocks of `min_block` to
+// `max_block` bytes, while member 0's probe of the round trip reads under `round_trip_below_ns`.
+// Member 0 decides for every member, so the members always agree. The default never stages.
+struct StagedExchanges {
+  size_t min_block = SIZE_MAX;
+  size_t max_block = 0;
+  uint32_t round_trip_below_ns = 0;
+  int members = 2;
+};
+
 struct MachineProfile {
   std::string_view name;         // RANKFLOW_MACHINE's value and the sweep file's suffix
   std::string_view measured_on;  // the machine its sweep ran on, for logs and docs
@@ -66,6 +77,7 @@ struct MachineProfile {
   // the cache, and ordinary stores would first fetch each line of recv from memory. The default
   // never streams.
   size_t stream_own_block_from_recv = SIZE_MAX;
+  StagedExchanges staged{};
 };
 
 // What cpuid says of this CPU (an empty vendor off x86).
@@ -94,10 +106,12 @@ const CrossMemoryReads& local_cross_memory_reads();
 // This process's profile's stream_own_block_from_recv (SIZE_MAX for none). A member's own copy
 // concerns no peer, so members need not agree on it.
 size_t local_stream_own_block_from_recv();
-// The smallest CrossMemoryReads::min_block of all profiles (SIZE_MAX where none reads): the
-// same in every process of one build, so members may decide alike from it whatever profile each
-// took.
-size_t smallest_cross_memory_read_block();
+// This process's profile's StagedExchanges (never stages for none).
+const StagedExchanges& local_staged_exchanges();
+// The smallest exchange block any profile's choice follows the round trip at (its reads' or its
+// staged blocks' min_block; SIZE_MAX for none): the same in every process of one build, so
+// members decide alike from it whether a call probes, whatever profile each took.
+size_t smallest_probed_block();
 // The profile's name, "generic" for null.
 std::string_view profile_name(const MachineProfile* profile);
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/communicator_internal.h"
+#include "collectives/link_probe.h"
 #include "collectives/machine_profile.h"
 #include "collectives/process_memory.h"
 #include "collectives/registry.h"
@@ -356,6 +357,60 @@ TEST(CrossMemory, LargeOwnBlockIsStreamedExactly) {
       }
     }
   }
+}
+
+// Where the profile stages mid-sized blocks in the fast mode (the amd_profile_exchanges ctest:
+// RANKFLOW_MACHINE=amd-zen4), member 0's probe decides for both members: with member 0's round
+// trip forced fast and member 1's slow every call of 512 KiB blocks stages (no kernel copy on
+// either member), with the two swapped every call copies between the processes (one kernel copy
+// each). A member that followed its own probe would run the other protocol than its peer: the
+// call would hang (the test's timeout) or the counts would differ.
+TEST(CrossMemory, MemberZeroDecidesWhetherEveryMemberStages) {
+  const size_t block = size_t{512} << 10;
+  int runs = coll::local_staged_exchanges().min_block <= block &&
+             coll::local_staged_exchanges().max_block >= block && coll::process_memory_usable();
+  MPI_Allreduce(MPI_IN_PLACE, &runs, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  if (runs == 0 || size != 2) GTEST_SKIP() << "two members with a profile that stages 512 KiB";
+  const size_t count = block / 4;
+  for (const bool zero_fast : {true, false}) {
+    const int rank = [] {
+      int r = 0;
+      MPI_Comm_rank(MPI_COMM_WORLD, &r);
+      return r;
+    }();
+    const bool fast_here = (rank == 0) == zero_fast;
+    coll::LinkProbe::force_round_trip(std::chrono::nanoseconds(fast_here ? 100 : 1000));
+    Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);  // its first call probes
+    if (!api::maps_peers(comm)) GTEST_SKIP() << "peers not mapped";
+    std::vector<int32_t> a(2 * count), b(2 * count);
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] = value(comm.rank(), i);
+    for (int call = 0; call < 4; ++call) {
+      const bool all_to_all = call % 2 == 1;
+      SCOPED_TRACE(std::string(all_to_all ? "all_to_all" : "allgather") + ", call " +
+                   std::to_string(call) + (zero_fast ? ", member 0 fast" : ", member 0 slow"));
+      std::fill(b.begin(), b.end(), -1);
+      const uint64_t before = coll::process_memory_reads() + coll::process_memory_writes();
+      if (all_to_all) {
+        comm.all_to_all(a.data(), b.data(), count, DType::kI32);
+      } else {
+        comm.allgather(a.data(), b.data(), count, DType::kI32);
+      }
+      const uint64_t mine = coll::process_memory_reads() + coll::process_memory_writes() - before;
+      uint64_t both[2];
+      MPI_Allgather(&mine, 1, MPI_UINT64_T, both, 1, MPI_UINT64_T, MPI_COMM_WORLD);
+      EXPECT_EQ(both[0], zero_fast ? 0u : 1u);
+      EXPECT_EQ(both[1], zero_fast ? 0u : 1u);
+      for (size_t r = 0; r < 2; ++r) {
+        const size_t first = all_to_all ? static_cast<size_t>(comm.rank()) * count : 0;
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(b[r * count + i], value(static_cast<int>(r), first + i)) << r << " " << i;
+      }
+    }
+  }
+  coll::LinkProbe::force_round_trip(std::chrono::nanoseconds(0));
 }
 
 TEST(CrossMemory, AllToAllCopiesEachBlockOnceBetweenTheProcesses) {

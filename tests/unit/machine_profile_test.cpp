@@ -193,6 +193,40 @@ TEST(LinkProbe, MeasuresEveryKEveryCallsAndHalvesTheShortestLapPerPairOfHops) {
   EXPECT_EQ(probe.round_trip(), nanoseconds(70));
   probe.record(laps, 4);  // four hops a lap
   EXPECT_EQ(probe.round_trip(), nanoseconds(35));
+  LinkProbe::force_round_trip(nanoseconds(1000));  // tests put a member in either mode
+  probe.record(laps, 2);
+  EXPECT_EQ(probe.round_trip(), nanoseconds(1000));
+  LinkProbe::force_round_trip(nanoseconds(0));
+  probe.record(laps, 2);
+  EXPECT_EQ(probe.round_trip(), nanoseconds(70));
+}
+
+// The verdict member 0 spreads: no staging before the first probe or where it said none; its
+// range, both ends included, otherwise.
+TEST(LinkProbe, VerdictStagesItsRangeOnly) {
+  LinkProbe probe;
+  EXPECT_FALSE(probe.verdict().stages(512 * 1024));
+  probe.agree({256 * 1024, 1024 * 1024});
+  EXPECT_FALSE(probe.verdict().stages(256 * 1024 - 1));
+  EXPECT_TRUE(probe.verdict().stages(256 * 1024));
+  EXPECT_TRUE(probe.verdict().stages(1024 * 1024));
+  EXPECT_FALSE(probe.verdict().stages(1024 * 1024 + 1));
+  probe.agree({});
+  EXPECT_FALSE(probe.verdict().stages(512 * 1024));
+}
+
+// Staging the exchanges is the AMD profile's measured choice (256 KiB-1 MiB blocks on two
+// members, in the fast mode's round trip), none without a profile; calls probe from the smallest
+// block any profile's choice follows the round trip at.
+TEST(MachineProfile, StagedExchangesAreMeasuredPerProfile) {
+  EXPECT_GT(StagedExchanges{}.min_block, StagedExchanges{}.max_block);
+  const MachineProfile* amd = find_profile("amd-zen4", "RANKFLOW_MACHINE");
+  ASSERT_NE(amd, nullptr);
+  EXPECT_EQ(amd->staged.min_block, size_t{256} << 10);
+  EXPECT_EQ(amd->staged.max_block, size_t{1} << 20);
+  EXPECT_EQ(amd->staged.members, 2);
+  EXPECT_EQ(amd->staged.round_trip_below_ns, amd->reads.round_trip_below_ns);
+  EXPECT_EQ(smallest_probed_block(), size_t{256} << 10);
 }
 
 // Reads are a profile's measured choice: none without a profile, and the AMD profile's from
