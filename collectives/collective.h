@@ -79,17 +79,20 @@ CollTask all_to_all_pipelined(CollContext& c, size_t src, size_t dst, size_t blo
 CollTask all_to_all_pipelined_staged(CollContext& c, size_t src, size_t block,
                                      const std::byte* send, std::byte* out, bool stream_staging);
 
-// allgather and all_to_all, cross-memory (exchange_cross_memory.cpp): each block moves straight
-// from the sender's send into the receiver's recv, one kernel copy each (written by the sender,
-// or read by the receiver where both members of the pair offer to read), or into the receiver's
-// window where it cannot (another host, the kernel refuses, an in-place all_to_all). Arguments as
-// for the pipelined ones; with a null `out` (symmetric memory), or blocks too small for the
-// exchange's header, they run the pipelined ones.
+// allgather and all_to_all, cross-memory (exchange_choice.cpp, exchange_cross_memory.cpp): each
+// block moves straight from the sender's send into the receiver's recv, one kernel copy each
+// (written by the sender, or read by the receiver where both members of the pair offer to read),
+// or into the receiver's window where it cannot (another host, the kernel refuses, an in-place
+// all_to_all). With `follow_verdict` (the `probed` entries), a blocking call stages its blocks
+// as the pipelined ones do instead where member 0's last probe said so for this block size, the
+// same on every member. Arguments as for the pipelined ones; with a null `out` (symmetric
+// memory), or blocks too small for the exchange's header, they run the pipelined ones.
 CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
                                 size_t elem_size, const std::byte* send, std::byte* out,
-                                bool stream_staging);
+                                bool stream_staging, bool follow_verdict);
 CollTask all_to_all_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
-                                 const std::byte* send, std::byte* out, bool stream_staging);
+                                 const std::byte* send, std::byte* out, bool stream_staging,
+                                 bool follow_verdict);
 // The own blocks the cross-memory exchanges of this process copied with non-temporal stores
 // (MachineProfile::stream_own_block_from_recv), for tests.
 uint64_t own_blocks_streamed();

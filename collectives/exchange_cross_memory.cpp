@@ -113,7 +113,9 @@ std::atomic<uint64_t> g_own_blocks_streamed{0};
 // profile says recv has outgrown the cache (MachineProfile::stream_own_block_from_recv).
 void copy_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
   if (own == input) return;
-  const bool apart = own + block <= input || input + block <= own;
+  const auto own_at = reinterpret_cast<uintptr_t>(own);
+  const auto input_at = reinterpret_cast<uintptr_t>(input);
+  const bool apart = own_at + block <= input_at || input_at + block <= own_at;
   if (apart && static_cast<size_t>(members) * block >= local_stream_own_block_from_recv()) {
     stream_copy(own, input, block);
     g_own_blocks_streamed.fetch_add(1, std::memory_order_relaxed);

@@ -43,15 +43,10 @@ class LinkProbe {
   // The last probe's round trip between two members (zero before the first).
   std::chrono::nanoseconds round_trip() const { return round_trip_; }
 
-  // Member 0's decision at the last probe, the same on every member: the exchange blocks, from
-  // `staged_from` to `staged_to` bytes, that stage through the window (none before the first
-  // probe, or where staged_from is 0).
+  // Member 0's decision at the last probe, the same on every member: whether the `probed`
+  // exchanges stage their blocks through the window (no before the first probe).
   struct Verdict {
-    uint64_t staged_from = 0;
-    uint64_t staged_to = 0;
-    bool stages(size_t block) const {
-      return staged_from != 0 && block >= staged_from && block <= staged_to;
-    }
+    uint64_t stages = 0;  // 1: stage
   };
   void agree(const Verdict& verdict) { verdict_ = verdict; }
   const Verdict& verdict() const { return verdict_; }

@@ -57,6 +57,15 @@ constexpr MachineChoice kAmdZen4[] = {
     // 0.99-1.04.
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(2 * KiB + 1, 4 * KiB), "pipelined"},
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(4 * KiB + 1, 8 * KiB), "cross_memory"},
+    // allgather 256 KiB-2 MiB and all_to_all 256 KiB-1 MiB blocks: `probed` (2026-12-05,
+    // launches alternated, docs/data/ab-amd-zen4-2026-12-05-stream/). In the fast mode staging
+    // these blocks through the window (memcpy) ran x1.27-1.34 of Open MPI's busbw against the
+    // kernel copy's x1.02-1.17 (pl1.log, both forced) and x1.25-1.33 against x1.05-1.11 as
+    // chosen (choice1.log); at 128 KiB blocks it lost (x0.80-0.84 against x1.08-1.14), at 2 MiB
+    // blocks the allgather won (x1.13 against x0.91) and the all_to_all lost (x0.86 against
+    // x1.09). In the slow mode `probed` copies between the processes, as `cross_memory` does.
+    {Collective::kAllgather, Buffers::kPlain, kTwoMembers(256 * KiB, 2 * MiB), "probed"},
+    {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(256 * KiB, 1 * MiB), "probed"},
 };
 
 // The cross-memory exchanges' direction, measured 2026-12-05 with each direction forced, launches
@@ -77,14 +86,10 @@ constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 350};
 // x86_non_temporal_threshold, from the cache size the hypervisor reports).
 constexpr size_t kAmdZen4StreamOwnBlockFromRecv = 16 * MiB;
 
-// The exchanges staged, measured 2026-12-05 with `pipelined` and `cross_memory` forced, launches
-// alternated (docs/data/ab-amd-zen4-2026-12-05-stream/pl1.log, pl-slow.log): in the fast mode
-// staging 256 KiB-1 MiB blocks through the window (memcpy) ran x1.27-1.34 of Open MPI against the
-// kernel's copy's x1.02-1.17 (at 128 KiB blocks x0.80-0.84 against x1.08-1.14; at 2 MiB blocks
-// the allgather won, x1.13-1.24 against x0.91-1.01, and the all_to_all lost, x0.86 against
-// x1.09, choice1.log); in the slow mode it ran x0.32-0.42 against x1.65-2.07, hence the round
-// trip (the probe reads 160-220 ns fast, 520-880 ns slow).
-constexpr StagedExchanges kAmdZen4Staged{256 * KiB, 1 * MiB, 350, 2};
+// The `probed` exchanges (chosen above) stage in the fast mode, whose probe reads 160-220 ns
+// against the slow mode's 520-880 ns (staging runs x0.32-0.42 of Open MPI there, against the
+// kernel copy's x1.65-2.07: pl-slow.log).
+constexpr StagedExchanges kAmdZen4Staged{350, 2};
 
 constexpr MachineProfile kProfiles[] = {
     {"amd-zen4",
@@ -183,10 +188,10 @@ const StagedExchanges& local_staged_exchanges() {
   return local_profile() == nullptr ? never : local_profile()->staged;
 }
 
-size_t smallest_probed_block() {
+size_t smallest_cross_memory_read_block() {
   size_t smallest = SIZE_MAX;
   for (const MachineProfile& profile : kProfiles)
-    smallest = std::min({smallest, profile.reads.min_block, profile.staged.min_block});
+    smallest = std::min(smallest, profile.reads.min_block);
   return smallest;
 }
 

@@ -55,13 +55,11 @@ struct CrossMemoryReads {
   uint32_t round_trip_below_ns = 0;
 };
 
-// Where the plain allgather and all_to_all stage their blocks through the window instead of the
-// kernel's copy (collectives/exchange_choice.cpp): on `members` members, blocks of `min_block` to
-// `max_block` bytes, while member 0's probe of the round trip reads under `round_trip_below_ns`.
-// Member 0 decides for every member, so the members always agree. The default never stages.
+// When the `probed` allgather and all_to_all (which the profile's choices name) stage their blocks
+// through the window instead of the kernel's copy (collectives/exchange_choice.cpp): on `members`
+// members, while member 0's probe of the round trip reads under `round_trip_below_ns`. Member 0
+// decides for every member, so the members always agree. The default never stages.
 struct StagedExchanges {
-  size_t min_block = SIZE_MAX;
-  size_t max_block = 0;
   uint32_t round_trip_below_ns = 0;
   int members = 2;
 };
@@ -108,10 +106,10 @@ const CrossMemoryReads& local_cross_memory_reads();
 size_t local_stream_own_block_from_recv();
 // This process's profile's StagedExchanges (never stages for none).
 const StagedExchanges& local_staged_exchanges();
-// The smallest exchange block any profile's choice follows the round trip at (its reads' or its
-// staged blocks' min_block; SIZE_MAX for none): the same in every process of one build, so
-// members decide alike from it whether a call probes, whatever profile each took.
-size_t smallest_probed_block();
+// The smallest CrossMemoryReads::min_block of all profiles (SIZE_MAX where none reads): the
+// same in every process of one build, so members may decide alike from it whatever profile each
+// took.
+size_t smallest_cross_memory_read_block();
 // The profile's name, "generic" for null.
 std::string_view profile_name(const MachineProfile* profile);
 

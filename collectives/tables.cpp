@@ -99,6 +99,8 @@ constexpr Ranges kPushedReduceScatterPlain = kTwoMembers(kInbox + 1, kLargeInbox
 // against x1.00-1.64, but for two near-ties at 16 KiB blocks (8 members x1.23 against x1.23,
 // 16 members x1.33 against x1.44, within the tolerance). Smaller blocks read mixed and keep the
 // tables' choice; three members keep the mesh (not measured).
+// (`probed`, the cross-memory exchange or the staged one as member 0's probe of the members'
+// round trip finds the machine, runs where a machine profile chooses it, exchange_choice.cpp.)
 constexpr Ranges kCrossMemoryExchangePlain{kTwoMembers((8 << 10) + 1, SIZE_MAX),
                                            Limits{(8 << 10) + 1, SIZE_MAX, 4, INT_MAX}};
 constexpr Ranges kOpenMpiBroadcast = kTwoMembers((8 << 10) + 1, 32 << 10);
@@ -207,7 +209,11 @@ CollTask allgather_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
 }
 CollTask allgather_cross_memory_entry(CollContext& c, const ExchangeArgs& a) {
   return allgather_cross_memory(c, a.src, a.dst, a.block_bytes, a.elem_size, a.src_ptr, a.dst_ptr,
-                                a.stream_staging);
+                                a.stream_staging, false);
+}
+CollTask allgather_probed_entry(CollContext& c, const ExchangeArgs& a) {
+  return allgather_cross_memory(c, a.src, a.dst, a.block_bytes, a.elem_size, a.src_ptr, a.dst_ptr,
+                                a.stream_staging, true);
 }
 
 constexpr AllgatherAlgorithm kAllgather[] = {
@@ -234,6 +240,10 @@ constexpr AllgatherAlgorithm kAllgather[] = {
                    "each block straight into the peers' recv, one kernel copy each, written or "
                    "read (one host; else their windows)",
                    "allgather(cross_memory)", kCrossMemoryExchangePlain),
+    plain_exchange("probed", &allgather_probed_entry,
+                   "cross_memory, or staged like pipelined where member 0's probe of the "
+                   "members' round trip finds the mode its machine profile stages in",
+                   "allgather(probed)", {}),
     plain_exchange("mpi", nullptr, "Open MPI's MPI_Allgather on the communicator (blocking calls)",
                    "allgather(mpi)", {}, true),
 };
@@ -328,7 +338,11 @@ CollTask all_to_all_pipelined_entry(CollContext& c, const ExchangeArgs& a) {
 }
 CollTask all_to_all_cross_memory_entry(CollContext& c, const ExchangeArgs& a) {
   return all_to_all_cross_memory(c, a.src, a.dst, a.block_bytes, a.src_ptr, a.dst_ptr,
-                                 a.stream_staging);
+                                 a.stream_staging, false);
+}
+CollTask all_to_all_probed_entry(CollContext& c, const ExchangeArgs& a) {
+  return all_to_all_cross_memory(c, a.src, a.dst, a.block_bytes, a.src_ptr, a.dst_ptr,
+                                 a.stream_staging, true);
 }
 
 constexpr AllToAllAlgorithm kAllToAll[] = {
@@ -355,6 +369,10 @@ constexpr AllToAllAlgorithm kAllToAll[] = {
                    "each peer's block straight into the peers' recv, one kernel copy each, "
                    "written or read (one host; else their windows)",
                    "all_to_all(cross_memory)", kCrossMemoryExchangePlain),
+    plain_exchange("probed", &all_to_all_probed_entry,
+                   "cross_memory, or staged like pipelined where member 0's probe of the "
+                   "members' round trip finds the mode its machine profile stages in",
+                   "all_to_all(probed)", {}),
     plain_exchange("mpi", nullptr, "Open MPI's MPI_Alltoall on the communicator (blocking calls)",
                    "all_to_all(mpi)", {}, true),
 };

@@ -361,18 +361,25 @@ TEST(CrossMemory, LargeOwnBlockIsStreamedExactly) {
 
 // Where the profile stages mid-sized blocks in the fast mode (the amd_profile_exchanges ctest:
 // RANKFLOW_MACHINE=amd-zen4), member 0's probe decides for both members: with member 0's round
-// trip forced fast and member 1's slow every call of 512 KiB blocks stages (no kernel copy on
-// either member), with the two swapped every call copies between the processes (one kernel copy
-// each). A member that followed its own probe would run the other protocol than its peer: the
-// call would hang (the test's timeout) or the counts would differ.
+// trip forced fast and member 1's slow every call of 512 KiB blocks (the profile's `probed`)
+// stages (no kernel copy on either member), with the two swapped every call copies between the
+// processes (one kernel copy each). A member that followed its own probe would run the other
+// protocol than its peer: the call would hang (the test's timeout) or the counts would differ.
+// `cross_memory` forced never stages, whatever the probe says.
 TEST(CrossMemory, MemberZeroDecidesWhetherEveryMemberStages) {
   const size_t block = size_t{512} << 10;
-  int runs = coll::local_staged_exchanges().min_block <= block &&
-             coll::local_staged_exchanges().max_block >= block && coll::process_memory_usable();
-  MPI_Allreduce(MPI_IN_PLACE, &runs, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-  int size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-  if (runs == 0 || size != 2) GTEST_SKIP() << "two members with a profile that stages 512 KiB";
+  {  // the same answer on every member: the agreed profile and transport, copies usable on all
+    Communicator probe = Communicator::from_mpi(MPI_COMM_WORLD);
+    const coll::MachineProfile* profile = api::machine_rules(probe).profile;
+    int usable = coll::process_memory_usable() ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+    if (probe.size() != 2 || profile == nullptr || profile->staged.round_trip_below_ns == 0 ||
+        !api::maps_peers(probe) || usable == 0)
+      GTEST_SKIP() << "two members, peers mapped, a profile that stages, kernel copies usable";
+  }
+  struct Unforce {  // whatever way the test ends, later probes measure again
+    ~Unforce() { coll::LinkProbe::force_round_trip(std::chrono::nanoseconds(0)); }
+  } unforce;
   const size_t count = block / 4;
   for (const bool zero_fast : {true, false}) {
     const int rank = [] {
@@ -383,26 +390,29 @@ TEST(CrossMemory, MemberZeroDecidesWhetherEveryMemberStages) {
     const bool fast_here = (rank == 0) == zero_fast;
     coll::LinkProbe::force_round_trip(std::chrono::nanoseconds(fast_here ? 100 : 1000));
     Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);  // its first call probes
-    if (!api::maps_peers(comm)) GTEST_SKIP() << "peers not mapped";
     std::vector<int32_t> a(2 * count), b(2 * count);
     for (size_t i = 0; i < a.size(); ++i)
       a[i] = value(comm.rank(), i);
-    for (int call = 0; call < 4; ++call) {
+    Communicator cross = forced("RANKFLOW_ALLGATHER", "cross_memory");
+    for (int call = 0; call < 5; ++call) {
       const bool all_to_all = call % 2 == 1;
-      SCOPED_TRACE(std::string(all_to_all ? "all_to_all" : "allgather") + ", call " +
+      const bool forced_cross = call == 4;
+      SCOPED_TRACE(std::string(all_to_all ? "all_to_all" : "allgather") +
+                   (forced_cross ? " (cross_memory forced)" : "") + ", call " +
                    std::to_string(call) + (zero_fast ? ", member 0 fast" : ", member 0 slow"));
       std::fill(b.begin(), b.end(), -1);
       const uint64_t before = coll::process_memory_reads() + coll::process_memory_writes();
       if (all_to_all) {
         comm.all_to_all(a.data(), b.data(), count, DType::kI32);
       } else {
-        comm.allgather(a.data(), b.data(), count, DType::kI32);
+        (forced_cross ? cross : comm).allgather(a.data(), b.data(), count, DType::kI32);
       }
       const uint64_t mine = coll::process_memory_reads() + coll::process_memory_writes() - before;
       uint64_t both[2];
       MPI_Allgather(&mine, 1, MPI_UINT64_T, both, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-      EXPECT_EQ(both[0], zero_fast ? 0u : 1u);
-      EXPECT_EQ(both[1], zero_fast ? 0u : 1u);
+      const uint64_t expected = zero_fast && !forced_cross ? 0u : 1u;
+      EXPECT_EQ(both[0], expected);
+      EXPECT_EQ(both[1], expected);
       for (size_t r = 0; r < 2; ++r) {
         const size_t first = all_to_all ? static_cast<size_t>(comm.rank()) * count : 0;
         for (size_t i = 0; i < count; ++i)
@@ -410,7 +420,6 @@ TEST(CrossMemory, MemberZeroDecidesWhetherEveryMemberStages) {
       }
     }
   }
-  coll::LinkProbe::force_round_trip(std::chrono::nanoseconds(0));
 }
 
 TEST(CrossMemory, AllToAllCopiesEachBlockOnceBetweenTheProcesses) {

@@ -201,53 +201,25 @@ TEST(LinkProbe, MeasuresEveryKEveryCallsAndHalvesTheShortestLapPerPairOfHops) {
   EXPECT_EQ(probe.round_trip(), nanoseconds(70));
 }
 
-// The verdict member 0 spreads: no staging before the first probe or where it said none; its
-// range, both ends included, otherwise.
-TEST(LinkProbe, VerdictStagesItsRangeOnly) {
-  LinkProbe probe;
-  EXPECT_FALSE(probe.verdict().stages(512 * 1024));
-  probe.agree({256 * 1024, 1024 * 1024});
-  EXPECT_FALSE(probe.verdict().stages(256 * 1024 - 1));
-  EXPECT_TRUE(probe.verdict().stages(256 * 1024));
-  EXPECT_TRUE(probe.verdict().stages(1024 * 1024));
-  EXPECT_FALSE(probe.verdict().stages(1024 * 1024 + 1));
-  probe.agree({});
-  EXPECT_FALSE(probe.verdict().stages(512 * 1024));
-}
-
-// Staging the exchanges is the AMD profile's measured choice (256 KiB-1 MiB blocks on two
-// members, in the fast mode's round trip), none without a profile; calls probe from the smallest
-// block any profile's choice follows the round trip at.
+// Staging the `probed` exchanges is the AMD profile's measured choice (on two members, in the
+// fast mode's round trip), never without a profile; its choices name `probed` where it measured
+// staging faster in that mode.
 TEST(MachineProfile, StagedExchangesAreMeasuredPerProfile) {
-  EXPECT_GT(StagedExchanges{}.min_block, StagedExchanges{}.max_block);
+  EXPECT_EQ(StagedExchanges{}.round_trip_below_ns, 0u);
+  EXPECT_EQ(LinkProbe{}.verdict().stages, 0u);  // no staging before the first probe
   const MachineProfile* amd = find_profile("amd-zen4", "RANKFLOW_MACHINE");
   ASSERT_NE(amd, nullptr);
-  EXPECT_EQ(amd->staged.min_block, size_t{256} << 10);
-  EXPECT_EQ(amd->staged.max_block, size_t{1} << 20);
   EXPECT_EQ(amd->staged.members, 2);
   EXPECT_EQ(amd->staged.round_trip_below_ns, amd->reads.round_trip_below_ns);
-  EXPECT_EQ(smallest_probed_block(), size_t{256} << 10);
-}
-
-// Reads are a profile's measured choice: none without a profile, and the AMD profile's from
-// 4 MiB blocks below a round trip between its two modes'.
-TEST(MachineProfile, CrossMemoryReadsAreMeasuredPerProfile) {
-  const CrossMemoryReads never{};
-  EXPECT_EQ(never.round_trip_below_ns, 0u);
-  const MachineProfile* amd = find_profile("amd-zen4", "RANKFLOW_MACHINE");
-  ASSERT_NE(amd, nullptr);
-  EXPECT_EQ(amd->reads.min_block, size_t{4} << 20);
-  EXPECT_GT(amd->reads.round_trip_below_ns, 220u);  // the probe in the fast mode: 160-220 ns
-  EXPECT_LT(amd->reads.round_trip_below_ns, 520u);  // in the slow one: 520-880 ns
-}
-
-// Streaming the own block is a profile's measured choice too: never without a profile; the AMD
-// profile's once recv outgrows its 32 MiB L3 beside the peer's (16 MiB a member on two).
-TEST(MachineProfile, OwnBlockStreamingIsMeasuredPerProfile) {
-  EXPECT_EQ(MachineProfile{}.stream_own_block_from_recv, SIZE_MAX);
-  const MachineProfile* amd = find_profile("amd-zen4", "RANKFLOW_MACHINE");
-  ASSERT_NE(amd, nullptr);
-  EXPECT_EQ(amd->stream_own_block_from_recv, size_t{16} << 20);
+  int probed = 0;
+  for (const MachineChoice& choice : amd->choices) {
+    if (choice.algorithm != "probed") continue;
+    ++probed;
+    EXPECT_EQ(choice.limits.min_bytes, size_t{256} << 10);
+    EXPECT_EQ(choice.limits.max_bytes,
+              choice.collective == Collective::kAllgather ? size_t{2} << 20 : size_t{1} << 20);
+  }
+  EXPECT_EQ(probed, 2);  // allgather and all_to_all
 }
 
 }  // namespace
