@@ -81,7 +81,7 @@ constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 350};
 // The own block's copy, measured 2026-12-05 on two processes (the exchange's copies alone,
 // docs/data/ab-amd-zen4-2026-12-05-stream/): with non-temporal stores an allgather of 8-16 MiB
 // blocks (recv 16-32 MiB a member, beside the peer's as much: more than the 32 MiB L3) took
-// x0.80-0.87 of the time with memcpy in both modes; at 1-4 MiB blocks the buffers fit and the
+// x0.79-0.89 of the time with memcpy in both modes; at 1-4 MiB blocks the buffers fit and the
 // streamed copy lost (x1.0-1.5 the time). glibc streams only from 240 MiB here (its
 // x86_non_temporal_threshold, from the cache size the hypervisor reports).
 constexpr size_t kAmdZen4StreamOwnBlockFromRecv = 16 * MiB;
