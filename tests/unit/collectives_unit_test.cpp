@@ -351,7 +351,9 @@ TEST(StageCopyTest, StreamCopyCopiesEveryByteWhateverTheAlignment) {
       ASSERT_EQ(std::memcmp(dst.data() + dst_offset, src.data() + 3, bytes), 0)
           << bytes << " bytes, dst +" << dst_offset;
       EXPECT_EQ(dst[dst_offset + bytes], std::byte{0xee}) << "wrote past the end";
-      if (dst_offset > 0) EXPECT_EQ(dst[dst_offset - 1], std::byte{0xee}) << "before the start";
+      if (dst_offset > 0) {
+        EXPECT_EQ(dst[dst_offset - 1], std::byte{0xee}) << "wrote before the start";
+      }
     }
   }
   set_stage_copy(StageCopy::kTable);
