@@ -4,7 +4,7 @@
 // (the pipelined exchanges).
 //
 // On the AMD machine of docs/performance.md the better of the two follows the machine's mode:
-// with the two cores close (fast mode) staging 256 KiB-1 MiB blocks beats the kernel's copy, with
+// with the two cores close (fast mode) staging 256 KiB-2 MiB blocks beats the kernel's copy, with
 // them far apart it runs at a third of it. Both are protocols every member must run alike, so the
 // choice cannot be each member's own: member 0 makes it from its probe and its profile
 // (MachineProfile::staged), writes it into its window, and sends the probe's token around the
