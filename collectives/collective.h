@@ -84,8 +84,8 @@ CollTask all_to_all_pipelined_staged(CollContext& c, size_t src, size_t block,
 // (written by the sender, or read by the receiver where both members of the pair offer to read),
 // or into the receiver's window where it cannot (another host, the kernel refuses, an in-place
 // all_to_all). With `follow_verdict` (the `probed` entries), a blocking call stages its blocks
-// as the pipelined ones do instead where member 0's last probe said so for this block size, the
-// same on every member. Arguments as for the pipelined ones; with a null `out` (symmetric
+// as the pipelined ones do instead where member 0's last probe said stage (LinkProbe::Verdict),
+// the same on every member. Arguments as for the pipelined ones; with a null `out` (symmetric
 // memory), or blocks too small for the exchange's header, they run the pipelined ones.
 CollTask allgather_cross_memory(CollContext& c, size_t src, size_t dst, size_t block,
                                 size_t elem_size, const std::byte* send, std::byte* out,

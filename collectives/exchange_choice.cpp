@@ -14,7 +14,6 @@
 // any profile reads, for the cross-memory exchange's direction: the same answer on every member)
 // on the calls LinkProbe::due() names: the first and every kEvery-th. Runs on the thread that
 // drives the collective.
-#include <chrono>
 #include <cstring>
 
 #include "collectives/collective.h"
@@ -39,9 +38,7 @@ bool probes_this_call(CollContext& c, size_t block, bool blocking, bool follows_
 // Member 0's decision from its probe's figure and its profile.
 LinkProbe::Verdict decide(CollContext& c) {
   const StagedExchanges& staged = local_staged_exchanges();
-  const auto round_trip = c.link_probe().round_trip();
-  const bool fast =
-      round_trip.count() > 0 && round_trip < std::chrono::nanoseconds(staged.round_trip_below_ns);
+  const bool fast = c.link_probe().round_trip_under(staged.round_trip_below_ns);
   return {c.size() == staged.members && fast ? 1u : 0u};
 }
 

@@ -14,9 +14,9 @@
 // offers where RANKFLOW_CROSS_MEMORY_DIRECTION says read, or where it is auto and the machine
 // profile measured reads faster at this block size and in the machine's present state (the
 // members' round trip, LinkProbe, which exchange_choice.cpp measures now and then before the
-// exchange). It offers only where its copies
-// have reached every peer before (a refused read could not be delivered another way), and never for
-// an in-place all_to_all (its send blocks must not be overwritten before the peers have read them).
+// exchange). It offers only where its copies have reached every peer before (a refused read could
+// not be delivered another way), and never for an in-place all_to_all (its send blocks must not be
+// overwritten before the peers have read them).
 //
 // Each member's header sits in its own window at its own block of `region` (a window region of
 // P blocks at the same offset on every member, unused otherwise), where no peer writes: its
@@ -28,7 +28,6 @@
 // writer said "done". A member returns only after every peer's "done", so nobody reads or writes
 // its memory or its window afterwards. Runs on the thread that drives the collective.
 #include <atomic>
-#include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -73,9 +72,7 @@ bool reads_this_call(CollContext& c, size_t block, bool in_place_all_to_all) {
   if (direction == env::CrossMemoryDirection::kWrite) return false;
   if (direction == env::CrossMemoryDirection::kAuto) {
     const CrossMemoryReads& reads = local_cross_memory_reads();
-    const auto round_trip = c.link_probe().round_trip();
-    if (block < reads.min_block || round_trip.count() == 0 ||
-        round_trip >= std::chrono::nanoseconds(reads.round_trip_below_ns))
+    if (block < reads.min_block || !c.link_probe().round_trip_under(reads.round_trip_below_ns))
       return false;
   }
   for (int d = 1; d < c.size(); ++d)

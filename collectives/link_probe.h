@@ -42,6 +42,11 @@ class LinkProbe {
   void record(const Arrivals& arrivals, int members);
   // The last probe's round trip between two members (zero before the first).
   std::chrono::nanoseconds round_trip() const { return round_trip_; }
+  // Whether a probe has run and read a round trip under `below_ns` (a profile's threshold
+  // between the machine's modes).
+  bool round_trip_under(uint32_t below_ns) const {
+    return round_trip_.count() > 0 && round_trip_ < std::chrono::nanoseconds(below_ns);
+  }
 
   // Member 0's decision at the last probe, the same on every member: whether the `probed`
   // exchanges stage their blocks through the window (no before the first probe).
