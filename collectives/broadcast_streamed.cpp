@@ -1,11 +1,11 @@
-// broadcast, streamed (up to CollContext::kBroadcastStream.payload_bytes, 512 B): the root sends
-// the message down its stream to every peer (AckedStream, collectives/stream.h) and returns at
-// once; each peer waits for the message's flag, copies it out and marks it consumed (the stream
-// acknowledges every few messages). A root runs up to kBroadcastStream.slots (64) broadcasts
-// ahead of a slow peer, so back-to-back small broadcasts overlap as an eager protocol's do.
-// Messages of up to 8 B take the small stream (kSmallBroadcastStream: 256 slots of 16 bytes,
-// four to a cache line), so a root running ahead hands over one line per four broadcasts. Any
-// memory, any number of members.
+// broadcast, streamed (up to CollContext::kStreamBytes, 512 B): the root sends the message down
+// its stream to every peer (AckedStream, collectives/stream.h) and returns at once; each peer
+// waits for the message's flag, copies it out and marks it consumed (the stream acknowledges
+// every few messages). A root runs up to a stream's depth (64 or 256 broadcasts) ahead of a slow
+// peer, so back-to-back small broadcasts overlap as an eager protocol's do. The message's size
+// picks the stream (CollContext::kBroadcastStreams): up to 8 B four to a cache line, up to 24 B
+// two, so a root running ahead hands over one line per few broadcasts. Any memory, any number
+// of members.
 #include <cstring>
 
 #include "collectives/collective.h"
@@ -13,13 +13,13 @@
 namespace rankflow::coll {
 
 bool broadcast_streams(const CollContext& c, size_t bytes) {
-  return c.has_inbox() && bytes <= CollContext::kBroadcastStream.payload_bytes;
+  return c.has_inbox() && bytes <= CollContext::kStreamBytes;
 }
 
 CollTask broadcast_streamed(CollContext& c, std::byte* buffer, size_t bytes, int root) {
   // Every member takes the same stream for the same call (bytes match), so each stream's
   // messages stay in call order.
-  AckedStream& stream = bytes <= CollContext::kSmallStreamBytes ? c.small_stream() : c.stream();
+  AckedStream& stream = c.broadcast_stream(bytes);
   if (c.rank() == root) {
     for (int d = 1; d < c.size(); ++d)
       stream.send(c.peer(d), buffer, bytes);

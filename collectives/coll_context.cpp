@@ -27,19 +27,24 @@ size_t inbox_region(const Team& team) {
   return SIZE_MAX;
 }
 
-size_t stream_region(const Team& team) {
-  const size_t inbox = inbox_region(team);
-  return inbox == SIZE_MAX ? SIZE_MAX : inbox + PushInbox::region_bytes(team.size());
-}
-
-size_t small_stream_region(const Team& team) {
-  const size_t stream = stream_region(team);
-  return stream == SIZE_MAX ? SIZE_MAX
-                            : stream + CollContext::kBroadcastStream.region_bytes(team.size());
-}
-
-// The small stream's acknowledgements: a kind of their own beside the 512 B stream's.
+// Each broadcast stream's acknowledgements: a kind of their own (kBroadcastStreams order).
 const SignalKind kSmallStreamAck("stream.ack.small");
+const SignalKind kPairStreamAck("stream.ack.pair");
+const std::array<const SignalKind*, CollContext::kBroadcastStreams.size()> kStreamAcks{
+    &kSmallStreamAck, &kPairStreamAck, &kStreamAck};
+
+std::vector<AckedStream> broadcast_streams(const Team& team) {
+  const size_t inbox = inbox_region(team);
+  std::vector<AckedStream> streams;
+  streams.reserve(CollContext::kBroadcastStreams.size());
+  for (size_t tier = 0; tier < CollContext::kBroadcastStreams.size(); ++tier) {
+    const size_t region = inbox == SIZE_MAX
+                              ? SIZE_MAX
+                              : inbox + CollContext::broadcast_stream_start(team.size(), tier);
+    streams.emplace_back(team, region, CollContext::kBroadcastStreams[tier], *kStreamAcks[tier]);
+  }
+  return streams;
+}
 
 }  // namespace
 
@@ -49,8 +54,7 @@ CollContext::CollContext(Team team)
       size_(team_.size()),
       eager_(team_.mapped_everywhere()),
       inbox_(team_, inbox_region(team_)),
-      stream_(team_, stream_region(team_), kBroadcastStream),
-      small_stream_(team_, small_stream_region(team_), kSmallBroadcastStream, kSmallStreamAck) {
+      streams_(broadcast_streams(team_)) {
   if (team_.signal_slots() < signal_slots_for(size_)) {
     throw InvalidArgument("collective team needs " + std::to_string(signal_slots_for(size_)) +
                           " signal slots, has " + std::to_string(team_.signal_slots()));

@@ -8,14 +8,15 @@
 // SignalKind objects that each algorithm file defines for itself (collectives/signal_kind.h).
 // The two small-message protocols are pieces of their own, which CollContext owns over the
 // team's "inbox" buffer (inbox_buffer_bytes): the push inbox (collectives/inbox.h, c.inbox())
-// at its start, then the broadcast streams (collectives/stream.h): c.stream() for messages up
-// to 512 B and c.small_stream() for up to 8 B, four to a cache line. It owns
+// at its start, then the broadcast streams (collectives/stream.h), one per tier of message
+// size in kBroadcastStreams (c.broadcast_stream(bytes)). It owns
 // the signal tallies, the closing, the scratch areas, the operation named in diagnostics and the
 // members' measured round trip (c.link_probe(), collectives/link_probe.h).
 // Threads: the thread that calls the collective.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -68,8 +69,8 @@ class CollContext {
   void set_operation(const char* operation) {
     operation_ = operation;
     inbox_.set_operation(operation);
-    stream_.set_operation(operation);
-    small_stream_.set_operation(operation);
+    for (AckedStream& stream : streams_)
+      stream.set_operation(operation);
   }
 
   void notify(int peer, const SignalKind& kind, uint64_t count = 1);
@@ -82,25 +83,42 @@ class CollContext {
   // The small-message protocols over the team's "inbox" buffer: the push inbox, then the
   // broadcast streams. All are absent (has_inbox() false) when the team has no such buffer
   // of inbox_buffer_bytes(size()); algorithms then use their read-based paths.
-  // The small stream's 16-byte slots put four messages in a cache line: a root running ahead
-  // hands the peer one line per four broadcasts of up to 8 B, not one per broadcast.
-  static constexpr StreamShape kBroadcastStream{64, 512, 16};
-  static constexpr StreamShape kSmallBroadcastStream{256, 8, 64};
+  // The broadcast streams, smallest message first: a broadcast takes the first that holds its
+  // message. Slots of 16 and 32 bytes put four and two messages in a cache line, and their
+  // streams run 256 messages deep, so a root running ahead hands its peers one line per few
+  // broadcasts, and the lines follow one another (docs/performance.md, "2026-12-05 day").
+  static constexpr std::array<StreamShape, 3> kBroadcastStreams{{
+      {256, 8, 64},   // up to 8 B: 16-byte slots, four to a line
+      {256, 24, 64},  // up to 24 B: 32-byte slots, two to a line
+      {64, 512, 16},  // up to 512 B: the flag's line, then the payload's lines
+  }};
   // The push every team's inbox holds (teams of up to PushInbox::kLargeSlotMembers hold up to
   // PushInbox::kLargePayloadBytes: inbox().payload_bytes() is this team's).
   static constexpr size_t kInboxBytes = PushInbox::kPayloadBytes;
-  static constexpr size_t kStreamBytes = kBroadcastStream.payload_bytes;  // the largest stream
-  static constexpr size_t kSmallStreamBytes = kSmallBroadcastStream.payload_bytes;
+  // The largest message a broadcast stream takes.
+  static constexpr size_t kStreamBytes = kBroadcastStreams.back().payload_bytes;
+  // Where broadcast stream `tier` starts in the inbox buffer, and the buffer's whole size.
+  static constexpr size_t broadcast_stream_start(int members, size_t tier) {
+    size_t at = PushInbox::region_bytes(members);
+    for (size_t t = 0; t < tier; ++t)
+      at += kBroadcastStreams[t].region_bytes(members);
+    return at;
+  }
   static constexpr size_t inbox_buffer_bytes(int members) {
-    return PushInbox::region_bytes(members) + kBroadcastStream.region_bytes(members) +
-           kSmallBroadcastStream.region_bytes(members);
+    return broadcast_stream_start(members, kBroadcastStreams.size());
   }
   bool has_inbox() const { return inbox_.present(); }
   PushInbox& inbox() { return inbox_; }
   const PushInbox& inbox() const { return inbox_; }
-  AckedStream& stream() { return stream_; }
-  const AckedStream& stream() const { return stream_; }
-  AckedStream& small_stream() { return small_stream_; }
+  // The tier of kBroadcastStreams a broadcast of `bytes` (at most kStreamBytes) takes, and its
+  // stream: the same on every member.
+  static constexpr size_t broadcast_stream_tier(size_t bytes) {
+    size_t tier = 0;
+    while (bytes > kBroadcastStreams[tier].payload_bytes)
+      ++tier;
+    return tier;
+  }
+  AckedStream& broadcast_stream(size_t bytes) { return streams_[broadcast_stream_tier(bytes)]; }
   // The members' round trip, measured now and then by the algorithms whose choices follow it.
   LinkProbe& link_probe() { return link_probe_; }
 
@@ -170,8 +188,7 @@ class CollContext {
   std::vector<std::byte> scratch_, scratch2_;
   const char* operation_ = "collective";
   PushInbox inbox_;
-  AckedStream stream_;
-  AckedStream small_stream_;
+  std::vector<AckedStream> streams_;  // one per kBroadcastStreams tier, in its order
   LinkProbe link_probe_;
 };
 

@@ -276,19 +276,22 @@ TEST_P(Collectives, StreamedBroadcastsRunAheadWithoutLosingMessages) {
   }
 }
 
-// Broadcasts of up to 8 B take a stream of their own (four messages to a cache line, 256 deep)
-// beside the 512 B one. Interleaved with larger broadcasts, from every root, with a receiver that
-// sleeps now and then (so the root fills the small stream and waits for credit), every message
-// must arrive intact and in call order, through more calls than either stream has slots.
+// Broadcasts take the stream whose slots fit them (CollContext::kBroadcastStreams): up to 8 B four
+// to a cache line, up to 24 B two, larger ones the 512 B stream. Interleaved, from every root,
+// with a receiver that sleeps now and then (so the root fills a stream and waits for credit),
+// every message must arrive intact and in call order, through more calls than each stream has
+// slots.
 TEST_P(Collectives, TinyBroadcastsInterleavedWithLargerOnesStayInOrder) {
   const int p = comm_.size();
   auto [a, b] = buffers(25 * 4);
   (void)b;
-  constexpr size_t kCounts[] = {1, 2, 1, 25};  // 4 B, 8 B, 4 B (small stream), 100 B
-  for (int i = 0; i < 1200; ++i) {
-    const int root = (i / 400) % p;
-    ASSERT_NO_FATAL_FAILURE(streamed_broadcast_checked(comm_, a, i, kCounts[i % 4], root,
-                                                       i % 5 == 0, (root + 1) % p, i % 400 == 7));
+  // 4 B, 16 B, 8 B, 24 B, 4 B, 100 B: per root 400 messages of up to 8 B, 267 of 16-24 B, 133
+  // larger (the streams hold 256, 256 and 64).
+  constexpr size_t kCounts[] = {1, 4, 2, 6, 1, 25};
+  for (int i = 0; i < 2400; ++i) {
+    const int root = (i / 800) % p;
+    ASSERT_NO_FATAL_FAILURE(streamed_broadcast_checked(comm_, a, i, kCounts[i % 6], root,
+                                                       i % 5 == 0, (root + 1) % p, i % 800 == 7));
   }
 }
 

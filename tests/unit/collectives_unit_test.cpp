@@ -461,29 +461,41 @@ TEST(SignalKindTest, KindsAreNumberedDenselyByName) {
   EXPECT_THROW(SignalKind("made.after.numbering"), std::logic_error);
 }
 
-// The inbox buffer's layout is part of the wire protocol (every member must agree, and it was
-// fixed before the protocols moved into their own files): the push inbox's two parities of
-// slots per sender (32832 bytes on up to four members, 4160 above), the broadcast stream's 64
-// slots of 576 bytes per sender, then the small broadcast stream's 256 slots of 16 bytes per
-// sender (four to a cache line).
-TEST(InboxLayoutTest, PushInboxThenBroadcastStreamThenSmallStream) {
+// The inbox buffer's layout (every member computes the same offsets, so it is pinned here): the
+// push inbox's two parities of slots per sender (32832 bytes on up to four members, 4160 above),
+// then the broadcast streams, smallest message first: 256 slots of 16 bytes per sender (four
+// to a cache line), 256 of 32 bytes (two to a line), 64 of 576 bytes.
+TEST(InboxLayoutTest, PushInboxThenBroadcastStreamsSmallestFirst) {
   static_assert(PushInbox::kPayloadBytes == 4096 && PushInbox::stride(5) == 4160);
   static_assert(PushInbox::kLargePayloadBytes == 32768 && PushInbox::stride(4) == 32832);
   static_assert(CollContext::kInboxBytes == 4096 && CollContext::kStreamBytes == 512);
-  constexpr StreamShape shape = CollContext::kBroadcastStream;
-  static_assert(shape.slots == 64 && shape.payload_bytes == 512 && shape.ack_every == 16);
-  static_assert(shape.stride() == 576);
-  constexpr StreamShape small = CollContext::kSmallBroadcastStream;
-  static_assert(CollContext::kSmallStreamBytes == 8);
-  static_assert(small.slots == 256 && small.ack_every == 64 && small.stride() == 16);
+  constexpr auto& streams = CollContext::kBroadcastStreams;
+  static_assert(streams.size() == 3);
+  static_assert(streams[0].slots == 256 && streams[0].payload_bytes == 8 &&
+                streams[0].ack_every == 64 && streams[0].stride() == 16);
+  static_assert(streams[1].slots == 256 && streams[1].payload_bytes == 24 &&
+                streams[1].ack_every == 64 && streams[1].stride() == 32);
+  static_assert(streams[2].slots == 64 && streams[2].payload_bytes == 512 &&
+                streams[2].ack_every == 16 && streams[2].stride() == 576);
   for (int members : {1, 2, 3, 4, 5, 64}) {
     const size_t n = static_cast<size_t>(members);
     const size_t slot = members <= 4 ? 32832 : 4160;
     EXPECT_EQ(PushInbox::payload_bytes(members), members <= 4 ? 32768u : 4096u);
     EXPECT_EQ(PushInbox::region_bytes(members), 2 * slot * n);
-    EXPECT_EQ(shape.region_bytes(members), 64 * 576 * n);
-    EXPECT_EQ(small.region_bytes(members), 256 * 16 * n);
-    EXPECT_EQ(CollContext::inbox_buffer_bytes(members), (2 * slot + 64 * 576 + 256 * 16) * n);
+    EXPECT_EQ(CollContext::broadcast_stream_start(members, 0), 2 * slot * n);
+    EXPECT_EQ(CollContext::broadcast_stream_start(members, 1), (2 * slot + 256 * 16) * n);
+    EXPECT_EQ(CollContext::broadcast_stream_start(members, 2),
+              (2 * slot + 256 * 16 + 256 * 32) * n);
+    EXPECT_EQ(CollContext::inbox_buffer_bytes(members),
+              (2 * slot + 256 * 16 + 256 * 32 + 64 * 576) * n);
+  }
+}
+
+// A broadcast takes the first stream that holds its message, the same on every member.
+TEST(InboxLayoutTest, BroadcastTakesTheSmallestStreamThatHoldsIt) {
+  for (size_t bytes = 0; bytes <= CollContext::kStreamBytes; ++bytes) {
+    const size_t tier = CollContext::broadcast_stream_tier(bytes);
+    EXPECT_EQ(tier, bytes <= 8 ? 0u : bytes <= 24 ? 1u : 2u) << bytes << " B";
   }
 }
 
@@ -510,7 +522,7 @@ TEST(InboxLayoutTest, LargerPayloadsStartOnTheirOwnCacheLine) {
   EXPECT_EQ(payload_offset(PushInbox::kLargePayloadBytes), 64u);
   for (int members : {2, 4, 5, 64})
     EXPECT_LE(64 + PushInbox::payload_bytes(members), PushInbox::stride(members));
-  EXPECT_LE(64 + CollContext::kStreamBytes, CollContext::kBroadcastStream.stride());
+  EXPECT_LE(64 + CollContext::kStreamBytes, CollContext::kBroadcastStreams.back().stride());
 }
 
 // The hand-off hints demote only payloads with lines of their own (never the flag's line, which
