@@ -21,18 +21,34 @@ bool broadcast_pushes(const CollContext& c, size_t bytes) {
   return c.size() == 2 && pushes_blocks(c, bytes);
 }
 
+namespace {
+
+// A peer's part once the root's push is here: copy the message out, acknowledge it.
+void take(CollContext& c, std::byte* buffer, size_t bytes, int root, uint64_t sequence) {
+  if (bytes > 0) std::memcpy(buffer, c.inbox().payload(root, sequence, bytes), bytes);
+  c.inbox().acknowledge_broadcast(root);
+}
+
+CollTask take_when_pushed(CollContext& c, std::byte* buffer, size_t bytes, int root,
+                          uint64_t sequence) {
+  co_await c.inbox().await_push(root, sequence);
+  take(c, buffer, bytes, root, sequence);
+}
+
+}  // namespace
+
+// The root, and a peer whose message is already here, finish in the call itself.
 CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int root) {
   const uint64_t sequence = c.inbox().next_sequence();
   if (c.rank() == root) {
-    for (int d = 1; d < c.size(); ++d) {
-      const int p = c.peer(d);
-      c.inbox().push_broadcast(p, sequence, buffer, bytes);
-    }
-    co_return;
+    for (int d = 1; d < c.size(); ++d)
+      c.inbox().push_broadcast(c.peer(d), sequence, buffer, bytes);
+    return CollTask::finished();
   }
-  co_await c.inbox().await_push(root, sequence);
-  if (bytes > 0) std::memcpy(buffer, c.inbox().payload(root, sequence, bytes), bytes);
-  c.inbox().acknowledge_broadcast(root);
+  if (!c.inbox().await_push(root, sequence).satisfied())
+    return take_when_pushed(c, buffer, bytes, root, sequence);
+  take(c, buffer, bytes, root, sequence);
+  return CollTask::finished();
 }
 
 }  // namespace rankflow::coll

@@ -5,6 +5,8 @@
 // peer's block out of its own inbox once the flag arrives. One round, like the pushed onephase
 // allreduce, whose slot reuse it shares (PushInbox::push, collectives/inbox.h). send and recv may
 // be any memory; in place is safe because every block is pushed before any of recv is written.
+// A member that finds every peer's push already there copies in the call itself, with no task
+// to suspend.
 #include <cstring>
 
 #include "collectives/collective.h"
@@ -12,27 +14,51 @@
 namespace rankflow::coll {
 namespace {
 
-// `per_peer`: block p of send goes to member p (all_to_all); else all of send to everyone.
-CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t block_bytes,
-                         bool per_peer) {
-  const size_t me = static_cast<size_t>(c.rank());
-  auto block_for = [&](size_t p) { return per_peer ? send + p * block_bytes : send; };
-  const uint64_t sequence = c.inbox().next_sequence();
-  for (int d = 1; d < c.size(); ++d) {
-    const int p = c.peer(d);
-    c.inbox().push(p, sequence, block_for(static_cast<size_t>(p)), block_bytes);
+// One pushed exchange: `per_peer`: block p of send goes to member p (all_to_all); else all of
+// send to everyone.
+struct PushedExchange {
+  const std::byte* send;
+  std::byte* recv;
+  size_t block_bytes;
+  bool per_peer;
+  uint64_t sequence;
+
+  const std::byte* block_for(int p) const {
+    return per_peer ? send + static_cast<size_t>(p) * block_bytes : send;
   }
-  std::byte* mine = recv + me * block_bytes;
-  if (mine != block_for(me)) std::memmove(mine, block_for(me), block_bytes);
+};
+
+// Once `p`'s push is here: its block out of the inbox into recv.
+void copy_arrived(CollContext& c, const PushedExchange& a, int p) {
+  if (a.block_bytes == 0) return;  // recv may be null then
+  std::memcpy(a.recv + static_cast<size_t>(p) * a.block_bytes,
+              c.inbox().payload(p, a.sequence, a.block_bytes), a.block_bytes);
+  c.inbox().consumed(p, a.sequence, a.block_bytes);
+}
+
+CollTask copy_when_pushed(CollContext& c, PushedExchange a) {
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    co_await c.inbox().await_push(p, sequence);
-    if (block_bytes > 0) {  // recv may be null then
-      std::memcpy(recv + static_cast<size_t>(p) * block_bytes,
-                  c.inbox().payload(p, sequence, block_bytes), block_bytes);
-      c.inbox().consumed(p, sequence, block_bytes);
-    }
+    co_await c.inbox().await_push(p, a.sequence);
+    copy_arrived(c, a, p);
   }
+}
+
+// Pushes, keeps its own block, then copies the peers' blocks in the call itself where every push
+// is already here, else in a task that takes each as it arrives.
+CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t block_bytes,
+                         bool per_peer) {
+  const PushedExchange a{send, recv, block_bytes, per_peer, c.inbox().next_sequence()};
+  for (int d = 1; d < c.size(); ++d) {
+    const int p = c.peer(d);
+    c.inbox().push(p, a.sequence, a.block_for(p), block_bytes);
+  }
+  std::byte* mine = recv + static_cast<size_t>(c.rank()) * block_bytes;
+  if (mine != a.block_for(c.rank())) std::memmove(mine, a.block_for(c.rank()), block_bytes);
+  if (!c.inbox().every_push_arrived(a.sequence)) return copy_when_pushed(c, a);
+  for (int d = 1; d < c.size(); ++d)
+    copy_arrived(c, a, c.peer(-d));
+  return CollTask::finished();
 }
 
 }  // namespace

@@ -88,6 +88,15 @@ class PushInbox {
     return SignalAwait{reinterpret_cast<const uint64_t*>(local_ + offset(sequence, peer)), sequence,
                        peer};
   }
+  // Whether every peer's push for `sequence` is here already (so a collective can finish in the
+  // call, with no task to suspend). Each check is a wait made, as await_push's: the caller
+  // awaits every push before it pushes again, here or in its task.
+  bool every_push_arrived(uint64_t sequence) {
+    for (int p = 0; p < size_; ++p) {
+      if (p != rank_ && !await_push(p, sequence).satisfied()) return false;
+    }
+    return true;
+  }
   // The `bytes` of payload `peer` pushed for `sequence` (valid once await_push is satisfied,
   // until this member's next collective).
   const std::byte* payload(int peer, uint64_t sequence, size_t bytes) const {

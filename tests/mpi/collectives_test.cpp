@@ -237,6 +237,55 @@ TEST_P(Collectives, PushedSmallCollectivesInterleave) {
   }
 }
 
+// A pushed or streamed collective finishes in the call itself on a member that finds every
+// peer's push already there, and in a task that waits on the others. Each member in turn comes
+// last (it sleeps first), so every member takes both paths; every element is checked.
+TEST_P(Collectives, PushedCollectivesAgreeWhicheverMemberComesLast) {
+  const int p = comm_.size(), me = comm_.rank();
+  constexpr size_t kCount = 16;  // 64 B blocks: pushed
+  auto [a, b] = buffers(static_cast<size_t>(p) * 256 * 4);
+  auto late = [&](int i) {
+    if (me == i % p) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  };
+  for (int i = 0; i < 2 * p; ++i) {
+    for (size_t k = 0; k < kCount * static_cast<size_t>(p); ++k)
+      a[k] = static_cast<int32_t>(1000 * me + i + static_cast<int>(k));
+    late(i);
+    comm_.allreduce(a, b, kCount, DType::kI32, ReduceOp::kSum);
+    for (size_t k = 0; k < kCount; ++k)
+      ASSERT_EQ(b[k], 1000 * p * (p - 1) / 2 + p * (i + static_cast<int>(k))) << i << " " << k;
+    late(i);
+    comm_.reduce_scatter(a, b, kCount, DType::kI32, ReduceOp::kSum);
+    for (size_t k = 0; k < kCount; ++k) {
+      const int at = me * static_cast<int>(kCount) + static_cast<int>(k);
+      ASSERT_EQ(b[k], 1000 * p * (p - 1) / 2 + p * (i + at)) << i << " " << k;
+    }
+    late(i);
+    comm_.allgather(a, b, kCount, DType::kI32);
+    for (int r = 0; r < p; ++r) {
+      for (size_t k = 0; k < kCount; ++k)
+        ASSERT_EQ(b[r * kCount + k], 1000 * r + i + static_cast<int>(k)) << i << " " << r;
+    }
+    late(i);
+    comm_.all_to_all(a, b, kCount, DType::kI32);
+    for (int r = 0; r < p; ++r) {
+      for (size_t k = 0; k < kCount; ++k) {
+        const int at = me * static_cast<int>(kCount) + static_cast<int>(k);
+        ASSERT_EQ(b[r * kCount + k], 1000 * r + i + at) << i << " " << r;
+      }
+    }
+    for (const size_t count : {size_t{4}, size_t{256}}) {  // 16 B streamed, 1 KiB pushed
+      const int root = (i + 1) % p;
+      for (size_t k = 0; k < count; ++k)
+        a[k] = me == root ? static_cast<int32_t>(7 * i + static_cast<int>(k)) : -1;
+      late(i);
+      comm_.broadcast(a, count, DType::kI32, root);
+      for (size_t k = 0; k < count; ++k)
+        ASSERT_EQ(a[k], 7 * i + static_cast<int>(k)) << i << " " << count << " " << k;
+    }
+  }
+}
+
 // Broadcast number `i` of `count` int32 from `root` into `a` (the root fills it first, the others
 // start from -1), blocking or not, then every element checked on every member. `sleeper` sleeps
 // 20 ms before it when `sleep`, so a root running ahead fills its stream and waits for credit.
