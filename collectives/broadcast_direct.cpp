@@ -1,6 +1,6 @@
-// broadcast, direct: the root says "ready", every other member copies the root's buffer
-// straight from its window (into `out`, the caller's own memory, when given) and says "done";
-// the root returns once all are done.
+// broadcast, direct (and staged: the chunks alone, see collective.h): the root says "ready", every
+// other member copies the root's buffer straight from its window (into `out`, the caller's own
+// memory, when given) and says "done"; the root returns once all are done.
 //
 // Plain memory (`out` given) from kCrossMemoryFrom up, on up to kCrossMemoryMembers, goes
 // straight between the processes where they share a host (broadcast_cross_memory.cpp). Below,
@@ -91,6 +91,12 @@ CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
   if (c.size() == 2 && out == nullptr && bytes >= kSplitFrom) {
     return broadcast_split(c, buffer, bytes, root);
   }
+  return broadcast_fetch(c, buffer, bytes, root, out, stage_from, stream_staging);
+}
+
+CollTask broadcast_staged(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
+                          const std::byte* stage_from, bool stream_staging) {
+  if (c.size() == 1 || bytes == 0) return CollTask::finished();
   return broadcast_fetch(c, buffer, bytes, root, out, stage_from, stream_staging);
 }
 

@@ -56,6 +56,11 @@ CollTask reduce_scatter_mesh(CollContext& c, size_t src, size_t dst, size_t coun
 CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
                           std::byte* out = nullptr, const std::byte* stage_from = nullptr,
                           bool stream_staging = false);
+// broadcast, staged: broadcast_direct's chunks through the root's window at every size and on
+// any host, never the kernel's copy between the processes (where a system call costs more than
+// the second copy: the AMD Zen 5 profile's 64-256 KiB).
+CollTask broadcast_staged(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
+                          const std::byte* stage_from, bool stream_staging);
 // Plain buffers, from 32 KiB on two members (called by broadcast_direct): each peer reads most of
 // the message from the root's buffer and the root writes the rest into each peer's, one kernel
 // copy each; peers it cannot reach so fetch from its window (broadcast_cross_memory.cpp).

@@ -91,6 +91,36 @@ constexpr size_t kAmdZen4StreamOwnBlockFromRecv = 16 * MiB;
 // kernel copy's x1.65-2.07: pl-slow.log).
 constexpr StagedExchanges kAmdZen4Staged{350, 2};
 
+// AMD EPYC, Zen 5 (family 26, models 0x00-0x1f: Turin). Swept 2026-12-05 on the 2-core cloud
+// machine (model 2), two members, plain buffers, 1 KiB to 16 MiB, three sweeps, each
+// algorithm's time relative to Open MPI's in the same run, ranked by the median
+// (collectives/sweep_choices.amd-zen5.txt; the sweeps' times in
+// docs/data/sweep-amd-zen5-2026-12-05/). A system call costs about 1.1 us here (a kernel copy of
+// 64 bytes between two processes 2 us), so the kernel's copy loses to pushing or staging through
+// the window up to large blocks. Where it differs from the tables:
+constexpr MachineChoice kAmdZen5[] = {
+    // allreduce 64 KiB: onephase 0.50 of Open MPI's time (median), ring within 10 %, the
+    // tables' twophase beyond it.
+    {Collective::kAllreduce, Buffers::kPlain, kTwoMembers(32 * KiB + 1, 64 * KiB), "onephase"},
+    // allgather, 16 KiB blocks: pushed 0.29, the tables' cross_memory 1.04; 32-64 KiB blocks:
+    // pipelined 0.41-0.44 (memcpy staging), cross_memory 0.58-0.69.
+    {Collective::kAllgather, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 16 * KiB), "pushed"},
+    {Collective::kAllgather, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 64 * KiB), "pipelined"},
+    // reduce_scatter, 32 KiB blocks: mesh, the tables' pushed beyond 10 %.
+    {Collective::kReduceScatter, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 32 * KiB), "mesh"},
+    // broadcast 16 KiB: pushed 0.42, the tables' Open MPI transfer 1.07; 32-512 KiB: staged
+    // (chunks through the root's window, no kernel copy) 0.49-0.66, pushed 0.78 at 32 KiB, the
+    // tables' direct (the kernel's copy) 0.67-1.61 (a second sweep of the broadcast alone).
+    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 16 * KiB), "pushed"},
+    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 512 * KiB), "staged"},
+    // all_to_all, 16 KiB blocks: pushed 0.32, the tables' cross_memory 1.11; 32-128 KiB blocks:
+    // pipelined 0.39-0.58, cross_memory 0.69-1.03; 512 KiB blocks pipelined 0.64, cross_memory
+    // 0.83 (at 256 KiB and from 1 MiB cross_memory is first or within 10 %).
+    {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 16 * KiB), "pushed"},
+    {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 128 * KiB), "pipelined"},
+    {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(256 * KiB + 1, 512 * KiB), "pipelined"},
+};
+
 constexpr MachineProfile kProfiles[] = {
     {"amd-zen4",
      "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
@@ -99,6 +129,10 @@ constexpr MachineProfile kProfiles[] = {
      kAmdZen4Reads,
      kAmdZen4StreamOwnBlockFromRecv,
      kAmdZen4Staged},
+    {"amd-zen5",
+     "AMD EPYC (family 26 model 2), 2 cores, 2026-12-05",
+     {"AuthenticAMD", 26, 0x00, 0x1f},
+     kAmdZen5},
 };
 
 template <typename Args>

@@ -299,6 +299,9 @@ CollTask broadcast_pushed_entry(CollContext& c, const BroadcastArgs& a) {
 CollTask broadcast_direct_entry(CollContext& c, const BroadcastArgs& a) {
   return broadcast_direct(c, a.buffer, a.bytes, a.root, a.ptr, a.stage_from, a.stream_staging);
 }
+CollTask broadcast_staged_entry(CollContext& c, const BroadcastArgs& a) {
+  return broadcast_staged(c, a.buffer, a.bytes, a.root, a.ptr, a.stage_from, a.stream_staging);
+}
 
 constexpr BroadcastAlgorithm kBroadcast[] = {
     {"streamed", &broadcast_streamed_entry, "the root stores into 64-deep streams and returns",
@@ -308,6 +311,9 @@ constexpr BroadcastAlgorithm kBroadcast[] = {
      kPushedBroadcast, kPushedPlain},
     {"direct", &broadcast_direct_entry, "members copy from the root's window", "broadcast(direct)",
      kAnyMessage, kAnyMessage, kNoMessage, true, true, kNoMessage, kReadInPlaceSymmetric},
+    // Only where a machine profile chooses it (its measured ranges are empty).
+    {"staged", &broadcast_staged_entry, "the root stages chunks in its window, members copy them",
+     "broadcast(staged)", kAnyMessage, kNoMessage, kNoMessage, true, true},
     {"mpi",
      nullptr,
      "Open MPI's MPI_Bcast on the communicator (blocking calls)",

@@ -43,7 +43,7 @@ ALGORITHMS = {
                   ("cross_memory", None, 0), ("mpi", None, 0)],
     "reduce_scatter": [("pushed", INBOX, 1), ("mesh", None, 0), ("mpi", None, 0)],
     "broadcast": [("streamed", STREAM, 0), ("pushed", INBOX, 1), ("direct", None, 0),
-                  ("mpi", None, 0)],
+                  ("staged", None, 0), ("mpi", None, 0)],
     "all_to_all": [("pushed", INBOX, 1), ("mesh", None, 0), ("pipelined", None, 0),
                    ("cross_memory", None, 0), ("mpi", None, 0)],
 }

@@ -27,7 +27,11 @@ TEST(MachineProfile, ChosenByVendorFamilyAndModel) {
   EXPECT_EQ(profile_for({"AuthenticAMD", 25, 17}), &amd_zen4());
   EXPECT_EQ(profile_for({"AuthenticAMD", 25, 0x1f}), &amd_zen4());
   EXPECT_EQ(profile_for({"AuthenticAMD", 25, 1}), nullptr);  // Zen 3: not measured
-  EXPECT_EQ(profile_for({"AuthenticAMD", 26, 17}), nullptr);
+  const MachineProfile* zen5 = find_profile("amd-zen5", "test");
+  ASSERT_NE(zen5, nullptr);
+  EXPECT_EQ(profile_for({"AuthenticAMD", 26, 2}), zen5);
+  EXPECT_EQ(profile_for({"AuthenticAMD", 26, 0x1f}), zen5);
+  EXPECT_EQ(profile_for({"AuthenticAMD", 26, 0x44}), nullptr);  // Zen 5 desktop: not measured
   EXPECT_EQ(profile_for({"GenuineIntel", 6, 143}), nullptr);
   EXPECT_EQ(profile_for({}), nullptr);
 #if defined(__x86_64__)
