@@ -110,11 +110,12 @@ class CollContext {
   bool has_inbox() const { return inbox_.present(); }
   PushInbox& inbox() { return inbox_; }
   const PushInbox& inbox() const { return inbox_; }
-  // The tier of kBroadcastStreams a broadcast of `bytes` (at most kStreamBytes) takes, and its
-  // stream: the same on every member.
+  // The tier of kBroadcastStreams a broadcast of `bytes` takes, and its stream: the same on
+  // every member. Larger messages than kStreamBytes get the last stream, whose send throws
+  // InvalidArgument for them.
   static constexpr size_t broadcast_stream_tier(size_t bytes) {
     size_t tier = 0;
-    while (bytes > kBroadcastStreams[tier].payload_bytes)
+    while (tier + 1 < kBroadcastStreams.size() && bytes > kBroadcastStreams[tier].payload_bytes)
       ++tier;
     return tier;
   }

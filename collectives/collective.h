@@ -58,7 +58,7 @@ CollTask broadcast_direct(CollContext& c, size_t buffer, size_t bytes, int root,
                           bool stream_staging = false);
 // broadcast, staged: broadcast_direct's chunks through the root's window at every size and on
 // any host, never the kernel's copy between the processes (where a system call costs more than
-// the second copy: the AMD Zen 5 profile's 64-256 KiB).
+// the second copy: the AMD Zen 5 profile's 32-512 KiB).
 CollTask broadcast_staged(CollContext& c, size_t buffer, size_t bytes, int root, std::byte* out,
                           const std::byte* stage_from, bool stream_staging);
 // Plain buffers, from 32 KiB on two members (called by broadcast_direct): each peer reads most of

@@ -304,8 +304,9 @@ CollTask broadcast_staged_entry(CollContext& c, const BroadcastArgs& a) {
 }
 
 constexpr BroadcastAlgorithm kBroadcast[] = {
-    {"streamed", &broadcast_streamed_entry, "the root stores into 64-deep streams and returns",
-     "broadcast(streamed)", kStreamed, kStreamed, kStreamed, true, false},
+    {"streamed", &broadcast_streamed_entry,
+     "the root stores into 64- or 256-deep streams and returns", "broadcast(streamed)", kStreamed,
+     kStreamed, kStreamed, true, false},
     {"pushed", &broadcast_pushed_entry, "two members: the root pushes into the peer's inbox",
      "broadcast(pushed)", kPushedPair, kSmallPushedPair, kPushedPair, true, false, kNoMessage,
      kPushedBroadcast, kPushedPlain},

@@ -21,9 +21,11 @@ namespace {
 // (nothing staged), else through prepare_pair, copying in and out only what the algorithm does
 // not do itself. `args(src, dst, src_ptr, dst_ptr, streams)` builds the algorithm's arguments.
 // A non-blocking call's caller may write a plain send as soon as the call returns, and the
-// algorithm runs later (test, wait, the progress thread): pushing algorithms then push from the
-// request's own copy of send, and algorithms that stage their source themselves get it copied
-// in before they start (src_ptr null then).
+// algorithm may run later (test, wait, the progress thread): pushing algorithms then push from
+// the request's own copy of send, and algorithms that stage their source themselves get it
+// copied in before they start (src_ptr null then). (The pushed and streamed algorithms push in
+// the call itself, and finish there where every peer's push is already in: their waits for a
+// free slot, and their errors, then come from the call.)
 template <typename Args, typename MakeArgs>
 void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
                        const coll::Algorithm<Args>& chosen, size_t bytes, const void* send,

@@ -275,7 +275,7 @@ TEST_P(Collectives, PushedCollectivesAgreeWhicheverMemberComesLast) {
       }
     }
     for (const size_t count : {size_t{4}, size_t{256}}) {  // 16 B streamed, 1 KiB pushed
-      const int root = (i + 1) % p;
+      const int root = i % 2 == 0 ? (i + 1) % p : i % p;   // a late peer, then a late root
       for (size_t k = 0; k < count; ++k)
         a[k] = me == root ? static_cast<int32_t>(7 * i + static_cast<int>(k)) : -1;
       late(i);
@@ -341,6 +341,12 @@ TEST_P(Collectives, TinyBroadcastsInterleavedWithLargerOnesStayInOrder) {
     const int root = (i / 800) % p;
     ASSERT_NO_FATAL_FAILURE(streamed_broadcast_checked(comm_, a, i, kCounts[i % 6], root,
                                                        i % 5 == 0, (root + 1) % p, i % 800 == 7));
+  }
+  // Only the two 256-deep streams, 350 messages each past a receiver asleep: the root fills both
+  // and waits for each one's own credit (each stream has its own acknowledgement kind).
+  for (int i = 0; i < 700; ++i) {
+    ASSERT_NO_FATAL_FAILURE(streamed_broadcast_checked(comm_, a, 2400 + i, i % 2 == 0 ? 1 : 4, 0,
+                                                       false, 1 % p, i == 3));
   }
 }
 

@@ -73,7 +73,8 @@ int32_t value(int rank, size_t i) {
 
 // Every size some profile's choice covers (its ends and one inside, whole elements), on plain
 // buffers, checked element by element: blocking and non-blocking broadcast from each root,
-// allgather, all_to_all and reduce_scatter, as the profile this communicator uses chooses them.
+// allgather, all_to_all, reduce_scatter and allreduce, as the profile this communicator uses
+// chooses them.
 TEST(MachineProfileMpi, ProfileChoicesGiveTheRightResults) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   const int p = comm.size();
@@ -133,6 +134,15 @@ TEST(MachineProfileMpi, ProfileChoicesGiveTheRightResults) {
       wrong += recv[i] != want;
     }
     EXPECT_EQ(wrong, 0U) << "reduce_scatter";
+    comm.allreduce(send.data(), recv.data(), count, DType::kI32, ReduceOp::kSum);
+    wrong = 0;
+    for (size_t i = 0; i < count; ++i) {
+      int32_t want = 0;
+      for (int r = 0; r < p; ++r)
+        want += value(r, i);
+      wrong += recv[i] != want;
+    }
+    EXPECT_EQ(wrong, 0U) << "allreduce";
   }
   comm.close();
 }

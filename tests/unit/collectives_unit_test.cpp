@@ -497,6 +497,9 @@ TEST(InboxLayoutTest, BroadcastTakesTheSmallestStreamThatHoldsIt) {
     const size_t tier = CollContext::broadcast_stream_tier(bytes);
     EXPECT_EQ(tier, bytes <= 8 ? 0u : bytes <= 24 ? 1u : 2u) << bytes << " B";
   }
+  // Beyond the largest stream: the last one (whose send refuses the message), never past it.
+  EXPECT_EQ(CollContext::broadcast_stream_tier(CollContext::kStreamBytes + 1), 2u);
+  EXPECT_EQ(CollContext::broadcast_stream_tier(SIZE_MAX), 2u);
 }
 
 // A slot is the flag and the payload: 16 or 32 bytes where that fits, one cache line up to
