@@ -74,6 +74,11 @@ std::chrono::nanoseconds timeout() {
   return value ? parse_timeout("RANKFLOW_TIMEOUT_S", *value) : std::chrono::seconds(120);
 }
 
+std::chrono::nanoseconds startup_timeout() {
+  const auto value = get("RANKFLOW_STARTUP_TIMEOUT_S");
+  return value ? parse_timeout("RANKFLOW_STARTUP_TIMEOUT_S", *value) : std::chrono::seconds(60);
+}
+
 LogLevel log_level() {
   const auto value = get("RANKFLOW_LOG");
   return value ? parse_log_level("RANKFLOW_LOG", *value) : LogLevel::kWarn;

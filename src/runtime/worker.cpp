@@ -64,6 +64,9 @@ void WorkerImpl::check_state(State expected, const char* operation) const {
 
 void WorkerImpl::init() {
   check_state(State::kRegistering, "init");
+  // The ranks reach init as fast as each loads and maps its memory (the host zeroes its arena):
+  // its MPI waits are start-up waits (RANKFLOW_STARTUP_TIMEOUT_S).
+  transport::Context::StartUp startup(*context_);
   check_registrations_match();
   const size_t completions = static_cast<size_t>(chips()) * kRingSlots * kCompletionStride;
   team_ = std::make_unique<Team>(transport::create_team(

@@ -4,6 +4,7 @@
 
 #include <poll.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "common/env.h"
@@ -32,6 +33,7 @@ std::shared_ptr<Context> Context::acquire(int* argc, char*** argv) {
 
 Context::Context(std::shared_ptr<MpiSession> mpi, int*, char***) : mpi_(std::move(mpi)) {
   timeout_ = env::timeout();
+  startup_timeout_ = env::startup_timeout();
   (void)env::cross_memory();  // a bad value is an error here, not inside a collective
   (void)env::cross_memory_direction();
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
@@ -40,6 +42,7 @@ Context::Context(std::shared_ptr<MpiSession> mpi, int*, char***) : mpi_(std::mov
   bind(MPI_COMM_WORLD);
   create_ucx();
   try {
+    StartUp startup(*this);
     wire_endpoints(MPI_COMM_WORLD);
     if (env::progress_mode() == env::ProgressMode::kThread) {
       progress_thread_ = std::make_unique<ProgressThread>([this] { progress(); });
@@ -184,18 +187,28 @@ ucp_ep_h Context::endpoint(int world_rank) const {
   return endpoints_[world_rank];
 }
 
+std::chrono::nanoseconds Context::mpi_wait_limit() const {
+  return startup_depth_ > 0 ? std::max(timeout_, startup_timeout_) : timeout_;
+}
+
+const char* Context::mpi_wait_limit_variable() const {
+  return startup_depth_ > 0 && startup_timeout_ > timeout_ ? "RANKFLOW_STARTUP_TIMEOUT_S"
+                                                           : "RANKFLOW_TIMEOUT_S";
+}
+
 void Context::mpi_wait(MPI_Request& request, const std::string& what) {
   int done = 0;
+  const auto limit = mpi_wait_limit();
   wait_until(
       [&] {
         check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
         return done != 0;
       },
-      [&] { progress(); }, timeout_,
+      [&] { progress(); }, limit,
       [&] {
         return "rank " + std::to_string(world_rank_) + ": " + what + " did not complete within " +
-               format_seconds(timeout_) +
-               "; a peer has not reached the matching call (RANKFLOW_TIMEOUT_S sets the limit)";
+               format_seconds(limit) + "; a peer has not reached the matching call (" +
+               mpi_wait_limit_variable() + " sets the limit)";
       },
       [&](std::chrono::microseconds d) { idle(d); });
 }

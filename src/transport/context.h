@@ -47,6 +47,20 @@ class Context {
   bool mpi_owned_by_rankflow() const { return mpi_->initialised_by_rankflow(); }
   std::chrono::nanoseconds timeout() const { return timeout_; }
 
+  // While one lives, MPI waits are start-up waits: they allow the longer of RANKFLOW_TIMEOUT_S
+  // and RANKFLOW_STARTUP_TIMEOUT_S, so a short limit set to catch a stalled kernel does not fail
+  // a job whose ranks reach Worker::init a few seconds apart. The Context's own wiring is one.
+  class StartUp {
+   public:
+    explicit StartUp(Context& context) : context_(context) { ++context_.startup_depth_; }
+    ~StartUp() { --context_.startup_depth_; }
+    StartUp(const StartUp&) = delete;
+    StartUp& operator=(const StartUp&) = delete;
+
+   private:
+    Context& context_;
+  };
+
   // The background progress thread (RANKFLOW_PROGRESS=thread), or null: progress by the caller.
   ProgressThread* progress_thread() const { return progress_thread_.get(); }
 
@@ -71,11 +85,16 @@ class Context {
   void wire_endpoints(MPI_Comm world);
   void close_endpoints();
   void world_barrier(const std::string& what);
+  // The limit of an MPI wait now, and the variable that sets it (for the diagnostic).
+  std::chrono::nanoseconds mpi_wait_limit() const;
+  const char* mpi_wait_limit_variable() const;
 
   std::shared_ptr<MpiSession> mpi_;
   int world_rank_ = -1;
   int world_size_ = 0;
   std::chrono::nanoseconds timeout_{};
+  std::chrono::nanoseconds startup_timeout_{};
+  int startup_depth_ = 0;  // live StartUp guards
   std::string binding_;
   std::vector<bool> core_mates_;  // by world rank: bound to this rank's core (never itself)
   ucp_context_h ucp_context_ = nullptr;

@@ -29,8 +29,16 @@ std::shared_ptr<Window> Window::create(std::shared_ptr<Context> context, MPI_Com
   } catch (const TransportError& e) {
     failure = e.what();
   }
-  window->agree_allocated(failure);
-  window->exchange_keys();
+  try {
+    window->agree_allocated(failure);
+    window->exchange_keys();
+  } catch (...) {
+    // A creation that failed part-way (a member timed out) is not closed collectively: the
+    // members stand at different steps, and a close would progress the step still in flight
+    // into buffers this unwinding frees.
+    window->closed_ = true;
+    throw;
+  }
   return window;
 }
 

@@ -17,6 +17,12 @@
 //   arena-oom      the host cannot allocate its arena (larger than its memory) while the chips
 //                  can allocate theirs: init() throws TransportError on every rank, naming who
 //                  failed, and the job ends normally.
+//   late-init      a chip reaches init() 2.5 T after the host (as a slow-loading rank does):
+//                  start-up waits allow RANKFLOW_STARTUP_TIMEOUT_S (default 60 s), so init()
+//                  and a run work on every rank.
+//   absent-init    as late-init, but later than RANKFLOW_STARTUP_TIMEOUT_S (run with 2 T): the
+//                  host's init() reports the start-up wait with the variable that limits it and
+//                  ends the job.
 //   chip-death     under `mpirun --enable-recovery` (the job outlives a rank): chip 1 of 3 kills
 //                  itself mid-task, and the body then posts it another task; the host's run()
 //                  throws Timeout naming the chip, its task and the run, the tasks of chips 0
@@ -273,6 +279,22 @@ int chip_death(rankflow::Worker& worker, rankflow::KernelHandle work, rankflow::
 
 }  // namespace
 
+// late-init and absent-init: chip 1 (rank 1) arrives at init() `delay_t` T after the others.
+int late_init(rankflow::Worker& worker, rankflow::KernelHandle fill, double delay_t,
+              const std::string& mode) {
+  if (worker.rank() == 1) sleep_ms(static_cast<int>(1000 * delay_t * limit_s()));
+  const auto start = Clock::now();
+  worker.init();
+  if (mode == "absent-init") return fail("init() returned with a chip later than the start-up limit");
+  if (!healthy_run(worker, fill)) return fail("the run after a late init computed wrong");
+  if (worker.is_host()) {
+    std::printf("chaos late-init: passed (the host waited %.1f s in init)\n",
+                std::chrono::duration<double>(Clock::now() - start).count());
+  }
+  worker.close();
+  return 0;
+}
+
 int arena_oom(int argc, char** argv) {
   rankflow::chaos::cap_address_space();
   rankflow::Worker worker(argc, argv, {.host_arena_bytes = size_t{1} << 36});
@@ -308,6 +330,9 @@ int main(int argc, char** argv) {
     auto fill = worker.register_kernel("fill_seven", fill_seven);
     auto work = worker.register_kernel("work_a_while", work_a_while);
     auto die_mid = worker.register_kernel("die_mid_task", die_mid_task);
+    if (mode == "late-init" || mode == "absent-init") {
+      return late_init(worker, fill, mode == "late-init" ? 2.5 : 5.0, mode);
+    }
     worker.init();
     if (mode == "slow-kernel") return slow_kernel(worker, slow, fill);
     if (mode == "stuck-kernel") return stuck_kernel(worker, stuck);

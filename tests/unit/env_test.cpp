@@ -51,6 +51,21 @@ TEST(EnvTest, TimeoutComesFromTheEnvironmentWithADefault) {
   unsetenv("RANKFLOW_TIMEOUT_S");
 }
 
+TEST(EnvTest, StartupTimeoutComesFromTheEnvironmentWithADefault) {
+  unsetenv("RANKFLOW_STARTUP_TIMEOUT_S");
+  EXPECT_EQ(startup_timeout(), std::chrono::seconds(60));
+  setenv("RANKFLOW_STARTUP_TIMEOUT_S", "0.5", 1);
+  EXPECT_EQ(startup_timeout(), std::chrono::milliseconds(500));
+  setenv("RANKFLOW_STARTUP_TIMEOUT_S", "soon", 1);
+  try {
+    (void)startup_timeout();
+    ADD_FAILURE() << "RANKFLOW_STARTUP_TIMEOUT_S=soon accepted";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("RANKFLOW_STARTUP_TIMEOUT_S='soon'"));
+  }
+  unsetenv("RANKFLOW_STARTUP_TIMEOUT_S");
+}
+
 TEST(EnvTest, LogLevelsAndBindPolicies) {
   EXPECT_EQ(parse_log_level("L", "debug"), LogLevel::kDebug);
   EXPECT_EQ(parse_log_level("L", "info"), LogLevel::kInfo);
