@@ -17,7 +17,7 @@ namespace rankflow::coll {
 
 namespace {
 
-constexpr size_t kBlockBytes = 64 * 1024;
+constexpr size_t kOnephaseReduceBlockBytes = 64 * 1024;
 
 CollTask read_in_place(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
@@ -31,7 +31,7 @@ CollTask read_in_place(CollContext& c, AllreduceArgs a) {
   std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
   const bool direct_into_dst =
       (a.dst_ptr != nullptr || a.src != a.dst) && r.acc_size == r.elem_size;
-  const size_t block = std::max<size_t>(1, kBlockBytes / r.acc_size);
+  const size_t block = std::max<size_t>(1, kOnephaseReduceBlockBytes / r.acc_size);
   std::byte* acc_all = direct_into_dst ? out : c.scratch(a.count * r.acc_size);
   // Room to fetch two blocks where peers are not mapped (both inputs of the fused pair pass).
   const size_t block_bytes = std::min(a.count, block) * r.elem_size;

@@ -19,7 +19,7 @@
 namespace rankflow::coll {
 namespace {
 
-constexpr size_t kBlockBytes = 64 * 1024;
+constexpr size_t kTwophaseReduceBlockBytes = 64 * 1024;
 
 // Reduces part `mine` of every member's input into this member's dst. Where the accumulator is
 // the element type, in cache-sized blocks: a fused pass over this member's input and the next
@@ -44,7 +44,7 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
   const int n = c.size();
   const bool recv_only = goes == PartGoes::kToRecvOnly;
   if (r.acc_size == es) {
-    const size_t block = std::max<size_t>(1, kBlockBytes / es);
+    const size_t block = std::max<size_t>(1, kTwophaseReduceBlockBytes / es);
     std::byte* fallback = c.scratch2(std::min(mine.count, block) * es);
     for (size_t first = 0; first < mine.count; first += block) {
       const size_t count = std::min(block, mine.count - first);

@@ -10,7 +10,7 @@
 namespace rankflow::coll {
 namespace {
 
-std::vector<size_t> sizes() {
+std::vector<size_t> memo_sizes() {
   std::vector<size_t> all = {0};
   for (size_t bytes = 1; bytes <= (size_t{64} << 20); bytes *= 2) {
     all.push_back(bytes - 1);
@@ -62,7 +62,7 @@ TEST(ChoiceMemo, RemembersWhatEveryTableChoosesWhateverTheOrder) {
   // after the other: the second lands in the slot the first filled, so a key that left that part
   // out would answer with the first one's choice (plain and symmetric, Open MPI allowed or not,
   // differ at many sizes).
-  for (size_t bytes : sizes()) {
+  for (size_t bytes : memo_sizes()) {
     for (int part = 0; part < 3; ++part) {
       for (int others = 0; others < 4; ++others) {
         const bool a = (others & 1) != 0;
@@ -83,7 +83,7 @@ TEST(ChoiceMemo, TellsSizesOfOneSlotApart) {
   // not): asked one after the other with the same kind, each must get its own choice.
   for (Kind k : {Kind{true, true, true}, Kind{true, false, true}, Kind{false, false, true}}) {
     ChoiceMemo memo;
-    for (size_t bytes : sizes())
+    for (size_t bytes : memo_sizes())
       expect_every_table(memo, bytes, k);
   }
 }

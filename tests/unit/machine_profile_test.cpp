@@ -86,7 +86,7 @@ TEST(MachineProfile, NamedInTheEnvironment) {
   EXPECT_EQ(profile_from_environment(), profile_for(this_cpu()));
 }
 
-std::vector<size_t> sizes() {
+std::vector<size_t> profile_sizes() {
   std::vector<size_t> all = {0};
   for (size_t bytes = 1; bytes <= (size_t{64} << 20); bytes *= 2) {
     all.push_back(bytes);
@@ -102,7 +102,7 @@ void expect_rules_decide_where_they_hold(
     const AlgorithmTable<Args>& table,
     std::type_identity_t<typename AlgorithmTable<Args>::Measured> rules) {
   for (Buffers buffers : {Buffers::kPlain, Buffers::kSymmetric}) {
-    for (size_t bytes : sizes()) {
+    for (size_t bytes : profile_sizes()) {
       const Algorithm<Args>* ruled = nullptr;
       for (const MeasuredRule<Args>& r : rules) {
         if (!ruled && r.buffers == buffers && r.limits.holds(bytes, 2, true)) ruled = r.algorithm;
