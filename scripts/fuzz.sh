@@ -36,6 +36,7 @@ start=$(date +%s)
 if [ ! -f "$BUILD/CMakeCache.txt" ]; then
   cmake -S "$ROOT" -B "$BUILD" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DRANKFLOW_FUZZ=ON -DRANKFLOW_BUILD_TESTS=OFF \
+    -DCMAKE_UNITY_BUILD=ON -DCMAKE_UNITY_BUILD_BATCH_SIZE=16 \
     -DRANKFLOW_BUILD_BENCH=OFF -DRANKFLOW_BUILD_EXAMPLES=OFF >/dev/null
 fi
 cmake --build "$BUILD" -j "$JOBS" --target rankflow_fuzz_targets >/dev/null

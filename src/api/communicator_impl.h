@@ -61,6 +61,7 @@ struct RequestState {
   size_t copy_bytes = 0;
   std::atomic<bool> finished = false;  // read by Request::done() without the driver lock
   std::exception_ptr error;            // what the progress thread met, rethrown by test/wait
+  uint32_t unfinished_tests = 0;       // Request::test calls that found it unfinished
   // A non-blocking call's own copy of the caller's send, for algorithms that read it after the
   // call returned (the caller may write a plain send buffer at once).
   std::vector<std::byte> send_copy;
@@ -108,6 +109,8 @@ class CommunicatorImpl {
     context_->mpi_wait(request, "Communicator::from_mpi (communicator duplication)");
     MPI_Comm_rank(comm_, &rank_);
     MPI_Comm_size(comm_, &size_);
+    for (int world_rank : context_->world_ranks_of(comm_))
+      shares_a_core_ = shares_a_core_ || context_->shares_core_with(world_rank);
     choice_.agree(comm_, *context_);
     placement_ = std::make_unique<api::BufferPlacement>(context_, comm_);
     registrations_ = std::make_unique<api::Registrations>(context_, comm_);
@@ -132,6 +135,9 @@ class CommunicatorImpl {
   int rank() const { return rank_; }
   int size() const { return size_; }
   MPI_Comm comm() const { return live(), comm_; }
+  // True when a member is bound to this rank's core (more ranks than cores): a poll that finds
+  // nothing should now and then let it run.
+  bool shares_a_core() const { return shares_a_core_; }
 
   SymmetricBuffer alloc(size_t bytes) {
     live();
@@ -373,6 +379,7 @@ class CommunicatorImpl {
   RequestState blocking_;
   std::weak_ptr<CommunicatorImpl> self_;
   bool adopted_ = false;  // a domain's communicator (adopt)
+  bool shares_a_core_ = false;
   struct OpenMpiCalls {
     std::vector<std::byte> scratch;  // a copy of an overlapping input for Open MPI's call
     uint32_t pair_sequence = 0;      // run_open_mpi_pair's calls so far
