@@ -285,7 +285,8 @@ int late_init(rankflow::Worker& worker, rankflow::KernelHandle fill, double dela
   if (worker.rank() == 1) sleep_ms(static_cast<int>(1000 * delay_t * limit_s()));
   const auto start = Clock::now();
   worker.init();
-  if (mode == "absent-init") return fail("init() returned with a chip later than the start-up limit");
+  if (mode == "absent-init")
+    return fail("init() returned with a chip later than the start-up limit");
   if (!healthy_run(worker, fill)) return fail("the run after a late init computed wrong");
   if (worker.is_host()) {
     std::printf("chaos late-init: passed (the host waited %.1f s in init)\n",
