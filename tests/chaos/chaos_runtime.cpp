@@ -279,9 +279,10 @@ int chip_death(rankflow::Worker& worker, rankflow::KernelHandle work, rankflow::
 
 }  // namespace
 
-// late-init and absent-init: chip 1 (rank 1) arrives at init() `delay_t` T after the others.
-int late_init(rankflow::Worker& worker, rankflow::KernelHandle fill, double delay_t,
-              const std::string& mode) {
+// late-init and absent-init: chip 1 (rank 1) arrives at init() 2.5 T (late-init) or 5 T
+// (absent-init) after the others.
+int late_init(rankflow::Worker& worker, rankflow::KernelHandle fill, const std::string& mode) {
+  const double delay_t = mode == "late-init" ? 2.5 : 5.0;
   if (worker.rank() == 1) sleep_ms(static_cast<int>(1000 * delay_t * limit_s()));
   const auto start = Clock::now();
   worker.init();
@@ -332,7 +333,7 @@ int main(int argc, char** argv) {
     auto work = worker.register_kernel("work_a_while", work_a_while);
     auto die_mid = worker.register_kernel("die_mid_task", die_mid_task);
     if (mode == "late-init" || mode == "absent-init") {
-      return late_init(worker, fill, mode == "late-init" ? 2.5 : 5.0, mode);
+      return late_init(worker, fill, mode);
     }
     worker.init();
     if (mode == "slow-kernel") return slow_kernel(worker, slow, fill);

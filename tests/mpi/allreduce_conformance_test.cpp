@@ -153,19 +153,13 @@ std::string sweep() {
   const std::string asked = value ? value : "full";
   return most && sweep_rank(most) < sweep_rank(asked) ? most : asked;
 }
-bool reduced_sweep() {
-  return sweep() == "reduced";
-}
-bool standard_sweep() {
-  return sweep() == "standard";
-}
-// "smoke" (many ranks on two cores): small counts, f32/f16/i32, sum and max only.
-bool smoke_sweep() {
-  return sweep() == "smoke";
-}
 
 std::vector<Case> cases(int members) {
   const size_t p = static_cast<size_t>(members);
+  const std::string mode = sweep();
+  const bool reduced_sweep = mode == "reduced", standard_sweep = mode == "standard";
+  // "smoke" (many ranks on two cores): small counts, f32/f16/i32, sum and max only.
+  const bool smoke_sweep = mode == "smoke";
   std::vector<Case> out;
   for (DType dtype :
        {DType::kF32, DType::kF64, DType::kF16, DType::kBF16, DType::kI32, DType::kI64}) {
@@ -173,9 +167,9 @@ std::vector<Case> cases(int members) {
       for (size_t count : {size_t{0}, size_t{1}, p - 1, p, size_t{1000003}, size_t{1} << 20}) {
         const bool large = count > 1000;
         const bool f32_sum = dtype == DType::kF32 && op == ReduceOp::kSum;
-        if (large && reduced_sweep() && !f32_sum) continue;
-        if (count == (size_t{1} << 20) && standard_sweep() && !f32_sum) continue;
-        if (smoke_sweep() &&
+        if (large && reduced_sweep && !f32_sum) continue;
+        if (count == (size_t{1} << 20) && standard_sweep && !f32_sum) continue;
+        if (smoke_sweep &&
             (large || (dtype != DType::kF32 && dtype != DType::kF16 && dtype != DType::kI32) ||
              op == ReduceOp::kProd || op == ReduceOp::kMin)) {
           continue;
