@@ -31,7 +31,7 @@ void take(CollContext& c, std::byte* buffer, size_t bytes, int root, uint64_t se
 
 CollTask take_when_pushed(CollContext& c, std::byte* buffer, size_t bytes, int root,
                           uint64_t sequence) {
-  co_await c.inbox().await_push(root, sequence);
+  co_await c.inbox().await_push(root, sequence, bytes);
   take(c, buffer, bytes, root, sequence);
 }
 
@@ -45,7 +45,7 @@ CollTask broadcast_pushed(CollContext& c, std::byte* buffer, size_t bytes, int r
       c.inbox().push_broadcast(c.peer(d), sequence, buffer, bytes);
     return CollTask::finished();
   }
-  if (!c.inbox().await_push(root, sequence).satisfied())
+  if (!c.inbox().await_push(root, sequence, bytes).satisfied())
     return take_when_pushed(c, buffer, bytes, root, sequence);
   take(c, buffer, bytes, root, sequence);
   return CollTask::finished();

@@ -76,6 +76,8 @@ SignalAwait CollContext::await(int peer, const SignalKind& kind) {
 }
 
 bool SignalAwait::satisfied() const {
+  for (uint32_t line = 0; line < fetch_lines; ++line)
+    __builtin_prefetch(fetch + 64 * static_cast<size_t>(line), 0, 3);
   return std::atomic_ref<uint64_t>(*const_cast<uint64_t*>(word)).load(std::memory_order_acquire) >=
          target;
 }

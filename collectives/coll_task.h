@@ -18,10 +18,15 @@ namespace rankflow::coll {
 // What a suspended algorithm waits for: the local 64-bit word `word` (a signal counter or a
 // flag in the team's window) reaching `target`, written by `peer`. CollContext and the protocols
 // it owns (collectives/inbox.h, collectives/stream.h) make them (`word` is never null).
+// `fetch_lines` lines from `fetch` on are prefetched with every check of the word: the payload
+// a push carries in lines of its own, so that its transfer overlaps the flag's instead of
+// following it (PushInbox::fetches_ahead).
 struct SignalAwait {
   const uint64_t* word;
   uint64_t target;
   int peer;
+  const std::byte* fetch = nullptr;
+  uint32_t fetch_lines = 0;
 
   bool satisfied() const;
   bool await_ready() const { return satisfied(); }

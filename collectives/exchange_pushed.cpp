@@ -39,7 +39,7 @@ void copy_arrived(CollContext& c, const PushedExchange& a, int p) {
 CollTask copy_when_pushed(CollContext& c, PushedExchange a) {
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(-d);
-    co_await c.inbox().await_push(p, a.sequence);
+    co_await c.inbox().await_push(p, a.sequence, a.block_bytes);
     copy_arrived(c, a, p);
   }
 }
@@ -55,7 +55,7 @@ CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv,
   }
   std::byte* mine = recv + static_cast<size_t>(c.rank()) * block_bytes;
   if (mine != a.block_for(c.rank())) std::memmove(mine, a.block_for(c.rank()), block_bytes);
-  if (!c.inbox().every_push_arrived(a.sequence)) return copy_when_pushed(c, a);
+  if (!c.inbox().every_push_arrived(a.sequence, a.block_bytes)) return copy_when_pushed(c, a);
   for (int d = 1; d < c.size(); ++d)
     copy_arrived(c, a, c.peer(-d));
   return CollTask::finished();

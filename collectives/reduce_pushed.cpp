@@ -50,7 +50,7 @@ void reduce_arrived(CollContext& c, const PushedReduce& a) {
 
 CollTask reduce_when_pushed(CollContext& c, PushedReduce a) {
   for (int d = 1; d < c.size(); ++d)
-    co_await c.inbox().await_push(c.peer(-d), a.sequence);
+    co_await c.inbox().await_push(c.peer(-d), a.sequence, a.bytes());
   reduce_arrived(c, a);
 }
 
@@ -63,7 +63,7 @@ CollTask reduce_pushed(CollContext& c, const std::byte* send, std::byte* recv, s
     const int p = c.peer(d);
     c.inbox().push(p, a.sequence, a.block_for(p), a.bytes());
   }
-  if (!c.inbox().every_push_arrived(a.sequence)) return reduce_when_pushed(c, a);
+  if (!c.inbox().every_push_arrived(a.sequence, a.bytes())) return reduce_when_pushed(c, a);
   reduce_arrived(c, a);
   return CollTask::finished();
 }

@@ -549,5 +549,22 @@ TEST(InboxLayoutTest, DemoteHintsSkipTheFlagLineAndKeepTheBytes) {
   EXPECT_EQ(bytes, before);
 }
 
+// A waiting reader fetches the payload's own lines (never for a payload in the flag's line) up to
+// the measured bound; the fetch is a hint: satisfied() still answers by the word alone.
+TEST(InboxLayoutTest, WaitsFetchOnlyPayloadsWithLinesOfTheirOwn) {
+  EXPECT_FALSE(PushInbox::fetches_ahead(0));
+  EXPECT_FALSE(PushInbox::fetches_ahead(kFlagLinePayload));
+  EXPECT_TRUE(PushInbox::fetches_ahead(kFlagLinePayload + 1));
+  EXPECT_TRUE(PushInbox::fetches_ahead(PushInbox::kFetchAheadBytes));
+  EXPECT_FALSE(PushInbox::fetches_ahead(PushInbox::kFetchAheadBytes + 1));
+  alignas(64) uint64_t word = 4;
+  alignas(64) std::byte payload[512] = {};
+  const SignalAwait waiting{&word, 5, 1, payload, 8};
+  EXPECT_FALSE(waiting.satisfied());
+  word = 5;
+  EXPECT_TRUE(waiting.satisfied());
+  EXPECT_EQ(payload[511], std::byte{0});
+}
+
 }  // namespace
 }  // namespace rankflow::coll
