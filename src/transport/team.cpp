@@ -279,7 +279,7 @@ void Team::barrier() {
     const size_t slot = state_->layout.barrier_slot(round);
     const int to = (me + distance) % n;
     if (void* target = window.remote_ptr(to, slot, "barrier")) {
-      mapped_word<uint64_t>(target).fetch_add(1, std::memory_order_release);
+      mapped_word<uint64_t>(target).store(epoch, std::memory_order_release);
     } else {
       window.atomic_add<uint64_t>(to, slot, 1);
     }
