@@ -79,31 +79,6 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
   }
 }
 
-// Elements per segment of a message on the caller's memory (plain buffers; symmetric memory
-// takes the delivering path and is never segmented): at least 1 MiB (half the 2 MiB L2 of a
-// core on the Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 4
-// segments a call (counted in elements, so rounding never makes a fifth), up to 4 MiB. Each
-// segment costs two rounds of signals, and more of them collapsed the 16 MiB call on the loaded
-// machine of 2026-12-03 night (16 segments x0.63-0.78 of Open MPI, 8 x0.73-1.11, 4 x1.24-1.52;
-// docs/performance.md). Larger messages go whole. Segments reuse the window's first segment
-// (below), so a member stages into lines its peer has just read; where the two cores sit on
-// different core complexes (the AMD EPYC of 2026-12-04 in its slow mode) every such store takes
-// the line back across them: 8 and 16 MiB in four segments ran x0.84-1.30 and x0.83-1.69 of Open
-// MPI's busbw there, whole x1.43-1.82 and x1.49-1.76 (in the fast mode x1.70-2.01 segmented
-// against x1.46-1.55 whole; segments without the reuse x1.25-1.89; the same builds alternately,
-// eight launches each, docs/performance.md). 32-64 MiB in segments measured slower on the Intel
-// Xeon too (4 segments x1.42-1.45 against x1.81-1.92 whole; 256 KiB-2 MiB segments x1.2-7
-// slower).
-size_t segment_elements(const AllreduceArgs& a) {
-  constexpr size_t kSegmentedUpTo = size_t{4} << 20;
-  constexpr size_t kMinSegmentBytes = size_t{1} << 20;
-  constexpr size_t kMaxSegments = 4;
-  const size_t es = a.reducer->elem_size;
-  if (a.count * es > kSegmentedUpTo) return a.count;
-  return std::max(std::max<size_t>(1, kMinSegmentBytes / es),
-                  (a.count + kMaxSegments - 1) / kMaxSegments);
-}
-
 // The caller's memory: stages only the parts of `a` that peers read (they wait for kReady).
 void stage_for_peers(CollContext& c, const AllreduceArgs& a) {
   const size_t es = a.reducer->elem_size;
@@ -130,6 +105,27 @@ void gather_parts(CollContext& c, const AllreduceArgs& a) {
 
 }  // namespace
 
+// The tables' split (TwophaseSegments{}): segments of at least 1 MiB (half the 2 MiB L2 of a
+// core on the Intel Xeon of 2026-12-03; 512 KiB segments tied within the noise) and at most 4
+// segments a call (counted in elements, so rounding never makes a fifth), up to 4 MiB. Each
+// segment costs two rounds of signals, and more of them collapsed the 16 MiB call on the loaded
+// machine of 2026-12-03 night (16 segments x0.63-0.78 of Open MPI, 8 x0.73-1.11, 4 x1.24-1.52;
+// docs/performance.md). Larger messages go whole. Segments reuse the window's first segment
+// (below), so a member stages into lines its peer has just read; where the two cores sit on
+// different core complexes (the AMD EPYC of 2026-12-04 in its slow mode) every such store takes
+// the line back across them: 8 and 16 MiB in four segments ran x0.84-1.30 and x0.83-1.69 of Open
+// MPI's busbw there, whole x1.43-1.82 and x1.49-1.76 (in the fast mode x1.70-2.01 segmented
+// against x1.46-1.55 whole; segments without the reuse x1.25-1.89; the same builds alternately,
+// eight launches each, docs/performance.md). 32-64 MiB in segments measured slower on the Intel
+// Xeon too (4 segments x1.42-1.45 against x1.81-1.92 whole; 256 KiB-2 MiB segments x1.2-7
+// slower). The Zen 5 profile splits every size into 1 MiB segments (machine_profile.cpp).
+size_t twophase_segment_elements(size_t count, size_t elem_size, const TwophaseSegments& split) {
+  if (count * elem_size > split.segmented_up_to) return count;
+  const size_t max_segments = std::max<size_t>(1, split.max_segments);
+  return std::max(std::max<size_t>(1, TwophaseSegments::kMinBytes / elem_size),
+                  count / max_segments + (count % max_segments != 0 ? 1 : 0));
+}
+
 CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const Reducer& r = *a.reducer;
   const size_t es = r.elem_size;
@@ -155,7 +151,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
       co_await c.await(c.peer(-d), kReady2);
     co_return;
   }
-  const size_t segment = std::min(segment_elements(a), a.count);
+  const size_t segment = std::min(twophase_segment_elements(a.count, es, a.segments), a.count);
   // When this call stages every segment itself and gathers into the caller's recv, the segments
   // reuse the window's first segment instead of sweeping the whole message's window, so the
   // staging stays in cache. The signals already order the reuse out of place: a member stages

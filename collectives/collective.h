@@ -11,6 +11,19 @@
 
 namespace rankflow::coll {
 
+// How twophase splits an allreduce on the caller's plain memory (allreduce_twophase.cpp):
+// messages up to `segmented_up_to` bytes go in segments of at least kMinBytes, at most
+// `max_segments` a call; larger ones go whole. Every member must split alike: the machine
+// profile the members agreed on sets it (MachineProfile::twophase); the default is the tables'.
+struct TwophaseSegments {
+  static constexpr size_t kMinBytes = size_t{1} << 20;
+  size_t segmented_up_to = size_t{4} << 20;
+  size_t max_segments = 4;
+};
+// Elements per segment of a plain twophase allreduce of `count` elements of `elem_size` bytes
+// (`count` itself where the call goes whole).
+size_t twophase_segment_elements(size_t count, size_t elem_size, const TwophaseSegments& split);
+
 struct AllreduceArgs {
   size_t src;  // window offsets (algorithms that read peers' buffers use these)
   size_t dst;
@@ -22,6 +35,7 @@ struct AllreduceArgs {
   // dst_ptr directly (dst in the window is then scratch that peers may read).
   const std::byte* src_ptr = nullptr;
   std::byte* dst_ptr = nullptr;
+  TwophaseSegments segments{};  // plain twophase only
 };
 
 // True when onephase pushes the message through the low-latency inbox (flag and data in one

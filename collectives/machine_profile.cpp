@@ -121,6 +121,14 @@ constexpr MachineChoice kAmdZen5[] = {
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(256 * KiB + 1, 512 * KiB), "pipelined"},
 };
 
+// Plain twophase allreduce in 1 MiB segments at every size (the tables: at most 4 up to 4 MiB,
+// whole above). Whole, 8 MiB ran x1.35-1.37 of Open MPI's busbw in the three full sweeps of
+// 2026-12-05 16:36-16:38 (4 MiB, segmented, x1.82-1.90): send, recv and the staging outgrow the
+// 32 MiB L3 of the two processes. Four alternated launches (both modes), 2-16 MiB: 8 MiB x2.21
+// (2.13-2.49) in 1 MiB segments against x1.58 (1.48-1.75) whole, 16 MiB x2.02 against x1.83,
+// 512 KiB segments no better (docs/data/ab-amd-zen5-2026-12-05-fetch-ahead/twophase-segments.log).
+constexpr TwophaseSegments kAmdZen5Twophase{SIZE_MAX, SIZE_MAX};
+
 constexpr MachineProfile kProfiles[] = {
     {"amd-zen4",
      "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
@@ -132,7 +140,11 @@ constexpr MachineProfile kProfiles[] = {
     {"amd-zen5",
      "AMD EPYC (family 26 model 2), 2 cores, 2026-12-05",
      {"AuthenticAMD", 26, 0x00, 0x1f},
-     kAmdZen5},
+     kAmdZen5,
+     {},
+     SIZE_MAX,
+     {},
+     kAmdZen5Twophase},
 };
 
 template <typename Args>
@@ -167,6 +179,10 @@ std::string describe(const CpuId& cpu) {
   if (cpu.vendor.empty()) return "a CPU without cpuid";
   return cpu.vendor + " family " + std::to_string(cpu.family) + " model " +
          std::to_string(cpu.model);
+}
+
+TwophaseSegments twophase_segments(const MachineProfile* agreed) {
+  return agreed != nullptr ? agreed->twophase : TwophaseSegments{};
 }
 
 std::span<const MachineProfile> machine_profiles() {

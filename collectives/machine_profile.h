@@ -21,6 +21,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "collectives/collective.h"
 #include "collectives/registry.h"
 
 namespace rankflow::coll {
@@ -76,7 +77,11 @@ struct MachineProfile {
   // never streams.
   size_t stream_own_block_from_recv = SIZE_MAX;
   StagedExchanges staged{};
+  // How twophase splits an allreduce on plain buffers (collective.h); the default is the tables'.
+  TwophaseSegments twophase{};
 };
+// The split of the profile the members agreed on (the tables' for none).
+TwophaseSegments twophase_segments(const MachineProfile* agreed);
 
 // What cpuid says of this CPU (an empty vendor off x86).
 struct CpuId {

@@ -68,7 +68,8 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
     prepare_algorithm(
         impl, state, chosen, bytes, send, bytes, recv, bytes,
         [&](size_t src, size_t dst, const std::byte* sp, std::byte* dp, bool) {
-          return coll::AllreduceArgs{src, dst, count, &reducer, sp, dp};
+          return coll::AllreduceArgs{
+              src, dst, count, &reducer, sp, dp, coll::twophase_segments(impl.machine().profile)};
         },
         blocking);
   });

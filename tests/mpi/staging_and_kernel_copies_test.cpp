@@ -24,33 +24,35 @@ class StagingAndKernelCopies : public CollectiveBuffers {};
 
 // Plain-buffer allreduce from 1 MiB runs in segments that all reuse the window's first segment
 // (allreduce_twophase.cpp): a member stages segment k + 1 over what its peers read of segment k.
-// Back-to-back calls of 4 segments (the most a call takes; the last one shorter, so the parts'
-// boundaries move), one member late now and then, in place and out of place: every element
-// must be exact (i32 sums), so a segment staged before its peers had read the previous one
-// would show.
+// Back-to-back calls of 4 segments (the most the tables' split takes; the last one shorter, so
+// the parts' boundaries move), and of 9 (the Zen 5 profile splits every size: whole elsewhere),
+// one member late now and then, in place and out of place: every element must be exact (i32
+// sums), so a segment staged before its peers had read the previous one would show.
 TEST_P(StagingAndKernelCopies, SegmentedAllreduceReusesItsWindowWithoutMixingSegments) {
   const int p = comm_.size(), me = comm_.rank();
-  // 4 segments of 1 MiB of i32, the last 8000 bytes short: its parts' boundaries sit just
+  // Segments of 1 MiB of i32, the last 8000 / 12000 bytes short: its parts' boundaries sit just
   // below the previous segment's, where a peer still gathering that segment reads last.
-  const size_t count = 4 * (size_t{1} << 18) - 2000;
-  auto [a, b] = buffers(count * 4);
-  for (int call = 0; call < 4; ++call) {
-    const bool in_place = call % 2 == 1;
-    for (size_t i = 0; i < count; ++i)
-      a[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(call)) % 1000) * (me + 1);
-    if (me == call % p) std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    comm_.allreduce(a, in_place ? a : b, count, DType::kI32, ReduceOp::kSum, "twophase");
-    const int32_t* result = in_place ? a : b;
-    const int32_t ranks = p * (p + 1) / 2;
-    size_t wrong = 0, first_wrong = count;
-    for (size_t i = 0; i < count; ++i) {
-      const int32_t want = static_cast<int32_t>((i * 7 + static_cast<size_t>(call)) % 1000) * ranks;
-      if (result[i] != want && wrong++ == 0) first_wrong = i;
+  for (const size_t count : {4 * (size_t{1} << 18) - 2000, 9 * (size_t{1} << 18) - 3000}) {
+    auto [a, b] = buffers(count * 4);
+    for (int call = 0; call < 4; ++call) {
+      const bool in_place = call % 2 == 1;
+      for (size_t i = 0; i < count; ++i)
+        a[i] = static_cast<int32_t>((i * 7 + static_cast<size_t>(call)) % 1000) * (me + 1);
+      if (me == call % p) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      comm_.allreduce(a, in_place ? a : b, count, DType::kI32, ReduceOp::kSum, "twophase");
+      const int32_t* result = in_place ? a : b;
+      const int32_t ranks = p * (p + 1) / 2;
+      size_t wrong = 0, first_wrong = count;
+      for (size_t i = 0; i < count; ++i) {
+        const int32_t want =
+            static_cast<int32_t>((i * 7 + static_cast<size_t>(call)) % 1000) * ranks;
+        if (result[i] != want && wrong++ == 0) first_wrong = i;
+      }
+      // Every member goes on to the next call either way, so a wrong result is reported, not
+      // turned into a peer's timeout.
+      EXPECT_EQ(wrong, 0u) << "call " << call << (in_place ? " (in place)" : "")
+                           << ": first wrong element " << first_wrong << " of " << count;
     }
-    // Every member goes on to the next call either way, so a wrong result is reported, not
-    // turned into a peer's timeout.
-    EXPECT_EQ(wrong, 0u) << "call " << call << (in_place ? " (in place)" : "")
-                         << ": first wrong element " << first_wrong << " of " << count;
   }
 }
 

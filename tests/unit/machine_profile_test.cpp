@@ -226,5 +226,25 @@ TEST(MachineProfile, StagedExchangesAreMeasuredPerProfile) {
   EXPECT_EQ(probed, 2);  // allgather and all_to_all
 }
 
+// The tables split a plain twophase allreduce into at most 4 segments of at least 1 MiB up to 4
+// MiB and run larger messages whole; the Zen 5 profile splits every size into 1 MiB segments,
+// and a communicator without a profile takes the tables' split.
+TEST(MachineProfile, TwophaseSegmentsFollowTheAgreedProfile) {
+  const size_t mib_f32 = (size_t{1} << 20) / 4;
+  const TwophaseSegments tables = twophase_segments(nullptr);
+  EXPECT_EQ(twophase_segment_elements(mib_f32 / 2, 4, tables), mib_f32);  // one, partly used
+  EXPECT_EQ(twophase_segment_elements(4 * mib_f32 - 10, 4, tables), mib_f32);
+  EXPECT_EQ(twophase_segment_elements(4 * mib_f32 + 1, 4, tables), 4 * mib_f32 + 1);  // whole
+  const MachineProfile* zen5 = find_profile("amd-zen5", "RANKFLOW_MACHINE");
+  ASSERT_NE(zen5, nullptr);
+  const TwophaseSegments split = twophase_segments(zen5);
+  for (size_t count : {4 * mib_f32 + 1, 9 * mib_f32 - 3000, 64 * mib_f32})
+    EXPECT_EQ(twophase_segment_elements(count, 4, split), mib_f32) << count;
+  EXPECT_EQ(twophase_segment_elements(9 * mib_f32, 8, split), mib_f32 / 2);  // f64: 1 MiB too
+  const MachineProfile* zen4 = find_profile("amd-zen4", "RANKFLOW_MACHINE");
+  ASSERT_NE(zen4, nullptr);
+  EXPECT_EQ(twophase_segment_elements(8 * mib_f32, 4, twophase_segments(zen4)), 8 * mib_f32);
+}
+
 }  // namespace
 }  // namespace rankflow::coll
