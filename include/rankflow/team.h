@@ -3,7 +3,7 @@
 //
 // A Team is a set of ranks (a communication domain seen from one member, or a library-mode
 // communicator) sharing a symmetric window: named buffers at the same offsets on every member,
-// one-sided put/get, atomics, signals with monotonic counters, and a barrier built from signals.
+// one-sided put/get, atomics, signals with monotonic counters, and a barrier over per-round words.
 // Every remote access is bounds-checked; every wait has a timeout and names what it waited for.
 //
 // Team is a cheap handle (copies share one window). One thread at a time may use it.
@@ -134,7 +134,8 @@ class Team {
   // transfers from peers reached through UCX (not mapped) keep landing.
   void progress() const;
 
-  // Completes outstanding transfers, then synchronises every member (dissemination over signals).
+  // Completes outstanding transfers, then synchronises every member (dissemination: each round's
+  // word holds the barrier's epoch, stored by its one writer where mapped, added over UCX).
   void barrier();
   // Non-blocking flush(): true once every transfer issued so far has completed remotely.
   bool try_flush();

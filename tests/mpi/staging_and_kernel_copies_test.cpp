@@ -59,16 +59,18 @@ TEST_P(StagingAndKernelCopies, SegmentedAllreduceReusesItsWindowWithoutMixingSeg
 // Plain out-of-place allreduce whose segments are all the same length hands each reduced part
 // straight to the peers' recv (allreduce_twophase.cpp, HandOff: one kernel copy on one host;
 // left in the window and fetched where the peer is not mapped, as under UCX_TLS=tcp,self). Calls
-// of one segment (256 KiB) and of four (4 MiB), into a different recv each call (every call
-// tells its peers where), one member late now and then, an in-place call between: every element
-// must be exact (i32 sums), so a part written to the wrong place or too late would show.
+// of one segment (256 KiB), of four (4 MiB) and of 8 MiB, into a different recv each call (every
+// call tells its peers where), one member late now and then, an in-place call between: every
+// element must be exact (i32 sums), so a part written to the wrong place or too late would show.
 TEST_P(StagingAndKernelCopies, AllreduceHandsPartsToThePeersRecv) {
   const int p = comm_.size(), me = comm_.rank();
   const int32_t ranks = p * (p + 1) / 2;
   auto want = [&](size_t i, int call) {
     return static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * ranks;
   };
-  for (const size_t count : {size_t{1} << 16, size_t{1} << 20}) {
+  // 256 KiB: one segment; 4 MiB: four; 8 MiB: whole in the tables, 8 equal segments in the Zen 5
+  // profile (collectives.np2.zen5_twophase_segments forces it).
+  for (const size_t count : {size_t{1} << 16, size_t{1} << 20, size_t{1} << 21}) {
     auto [a, b] = buffers(count * 4);
     std::vector<int32_t> c(count), d(count);
     int32_t* const recvs[] = {b, c.data(), a, d.data()};  // call 2 in place

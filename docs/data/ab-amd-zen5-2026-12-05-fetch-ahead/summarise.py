@@ -1,5 +1,5 @@
+# Summarises an ab.sh log: each binary's median ratio to Open MPI (range) and median time per row.
 import sys, statistics, collections
-# summarise ab.sh logs: median ratio per binary per (coll, bytes)
 d = collections.defaultdict(list); t = collections.defaultdict(list); bins = []
 cur = None
 for line in open(sys.argv[1]):
@@ -9,7 +9,7 @@ for line in open(sys.argv[1]):
         continue
     if line.startswith('#') or '|' not in line: continue
     f = line.split()
-    coll, size = f[0], int(f[2]) if f[1] != 'auto' or True else 0
+    coll = f[0]
     try:
         size = int(f[2]); ratio = float(f[-2]); tm = float(f[7])
     except Exception: continue
