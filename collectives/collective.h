@@ -13,7 +13,8 @@ namespace rankflow::coll {
 
 // How twophase splits an allreduce on the caller's plain memory (allreduce_twophase.cpp):
 // messages up to `segmented_up_to` bytes go in segments of at least kMinBytes, at most
-// `max_segments` a call; larger ones go whole. Every member must split alike: the machine
+// `max_segments` a call (above the tables' 4 MiB only where the segments come out equal);
+// larger ones go whole. Every member must split alike: the machine
 // profile the members agreed on sets it (MachineProfile::twophase); the default is the tables'.
 struct TwophaseSegments {
   static constexpr size_t kMinBytes = size_t{1} << 20;

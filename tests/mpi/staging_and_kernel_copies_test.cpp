@@ -25,14 +25,15 @@ class StagingAndKernelCopies : public CollectiveBuffers {};
 // Plain-buffer allreduce from 1 MiB runs in segments that all reuse the window's first segment
 // (allreduce_twophase.cpp): a member stages segment k + 1 over what its peers read of segment k.
 // Back-to-back calls of 4 segments (the most the tables' split takes; the last one shorter, so
-// the parts' boundaries move), and of 9 (the Zen 5 profile splits every size: whole elsewhere),
-// one member late now and then, in place and out of place: every element must be exact (i32
-// sums), so a segment staged before its peers had read the previous one would show.
+// the parts' boundaries move), and of 9 equal ones (the Zen 5 profile's split of 9 MiB, which
+// collectives.np2.zen5_twophase_segments forces; whole elsewhere), one member late now and then,
+// in place and out of place: every element must be exact (i32 sums), so a segment staged before
+// its peers had read the previous one would show.
 TEST_P(StagingAndKernelCopies, SegmentedAllreduceReusesItsWindowWithoutMixingSegments) {
   const int p = comm_.size(), me = comm_.rank();
-  // Segments of 1 MiB of i32, the last 8000 / 12000 bytes short: its parts' boundaries sit just
+  // Segments of 1 MiB of i32, the last of four 8000 bytes short: its parts' boundaries sit just
   // below the previous segment's, where a peer still gathering that segment reads last.
-  for (const size_t count : {4 * (size_t{1} << 18) - 2000, 9 * (size_t{1} << 18) - 3000}) {
+  for (const size_t count : {4 * (size_t{1} << 18) - 2000, 9 * (size_t{1} << 18)}) {
     auto [a, b] = buffers(count * 4);
     for (int call = 0; call < 4; ++call) {
       const bool in_place = call % 2 == 1;

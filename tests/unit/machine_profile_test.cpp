@@ -227,8 +227,8 @@ TEST(MachineProfile, StagedExchangesAreMeasuredPerProfile) {
 }
 
 // The tables split a plain twophase allreduce into at most 4 segments of at least 1 MiB up to 4
-// MiB and run larger messages whole; the Zen 5 profile splits every size into 1 MiB segments,
-// and a communicator without a profile takes the tables' split.
+// MiB and run larger messages whole; the Zen 5 profile splits larger ones into 1 MiB segments
+// where they come out equal, and a communicator without a profile takes the tables' split.
 TEST(MachineProfile, TwophaseSegmentsFollowTheAgreedProfile) {
   const size_t mib_f32 = (size_t{1} << 20) / 4;
   const TwophaseSegments tables = twophase_segments(nullptr);
@@ -238,9 +238,12 @@ TEST(MachineProfile, TwophaseSegmentsFollowTheAgreedProfile) {
   const MachineProfile* zen5 = find_profile("amd-zen5", "RANKFLOW_MACHINE");
   ASSERT_NE(zen5, nullptr);
   const TwophaseSegments split = twophase_segments(zen5);
-  for (size_t count : {4 * mib_f32 + 1, 9 * mib_f32 - 3000, 64 * mib_f32})
+  for (size_t count : {4 * mib_f32 - 10, 8 * mib_f32, 9 * mib_f32, 64 * mib_f32})
     EXPECT_EQ(twophase_segment_elements(count, 4, split), mib_f32) << count;
   EXPECT_EQ(twophase_segment_elements(9 * mib_f32, 8, split), mib_f32 / 2);  // f64: 1 MiB too
+  // Above 4 MiB only equal segments (the parts are handed off only then): else whole.
+  for (size_t count : {4 * mib_f32 + 1, 9 * mib_f32 - 3000})
+    EXPECT_EQ(twophase_segment_elements(count, 4, split), count) << count;
   const MachineProfile* zen4 = find_profile("amd-zen4", "RANKFLOW_MACHINE");
   ASSERT_NE(zen4, nullptr);
   EXPECT_EQ(twophase_segment_elements(8 * mib_f32, 4, twophase_segments(zen4)), 8 * mib_f32);
