@@ -122,11 +122,12 @@ constexpr MachineChoice kAmdZen5[] = {
 };
 
 // Plain twophase allreduce in 1 MiB segments at every size where they come out equal (the
-// tables: at most 4 up to 4 MiB, whole above; allreduce_twophase.cpp). Whole, 8 MiB ran x1.35-1.37 of Open MPI's busbw in the three full sweeps of
-// 2026-12-05 16:36-16:38 (4 MiB, segmented, x1.82-1.90): send, recv and the staging outgrow the
-// 32 MiB L3 of the two processes. Four alternated launches (both modes), 2-16 MiB: 8 MiB x2.21
-// (2.13-2.49) in 1 MiB segments against x1.58 (1.48-1.75) whole, 16 MiB x2.02 against x1.83,
-// 512 KiB segments no better (docs/data/ab-amd-zen5-2026-12-05-fetch-ahead/twophase-segments.log).
+// tables: at most 4 up to 4 MiB, whole above; allreduce_twophase.cpp). Whole, 8 MiB ran
+// x1.35-1.37 of Open MPI's busbw in the three full sweeps of 2026-12-05 16:36-16:38 (4 MiB,
+// segmented, x1.82-1.90): send, recv and the staging outgrow the 32 MiB L3 of the two
+// processes. Four alternated launches (both modes), 2-16 MiB: 8 MiB x2.21 (2.13-2.49) in 1 MiB
+// segments against x1.58 (1.48-1.75) whole, 16 MiB x2.02 against x1.83, 512 KiB segments no
+// better (docs/data/ab-amd-zen5-2026-12-05-fetch-ahead/twophase-segments.log).
 constexpr TwophaseSegments kAmdZen5Twophase{SIZE_MAX, SIZE_MAX};
 
 constexpr MachineProfile kProfiles[] = {
