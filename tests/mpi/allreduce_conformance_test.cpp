@@ -86,21 +86,33 @@ double load(const void* data, size_t i, DType dtype) {
   return 0;
 }
 
-// Open MPI's answer for the same inputs, as doubles.
-std::vector<double> mpi_reference(const Case& c, MPI_Comm comm, int rank) {
+// Buffers reused from case to case. Fresh multi-megabyte vectors per case cost more than the
+// collectives themselves (page faults and zero-filling), so each buffer only grows.
+struct Scratch {
+  std::vector<std::byte> user_in, user_out, mpi_in, mpi_out;
+  std::vector<double> expected;
+};
+
+std::byte* at_least(std::vector<std::byte>& buffer, size_t bytes) {
+  if (buffer.size() < bytes + 1) buffer.resize(bytes + 1);
+  return buffer.data();
+}
+
+// Open MPI's answer for the same inputs, as doubles, in scratch.expected.
+void mpi_reference(const Case& c, MPI_Comm comm, int rank, Scratch& scratch) {
   const size_t wide = c.dtype == DType::kF16 || c.dtype == DType::kBF16 ? 4 : dtype_size(c.dtype);
   const DType wide_type = wide == 4 && c.dtype != DType::kI32 ? DType::kF32 : c.dtype;
-  std::vector<std::byte> in(c.count * wide), out(c.count * wide);
+  std::byte* in = at_least(scratch.mpi_in, c.count * wide);
+  std::byte* out = at_least(scratch.mpi_out, c.count * wide);
   for (size_t i = 0; i < c.count; ++i)
-    store(in.data(), i, wide_type, input(rank, i, c));
+    store(in, i, wide_type, input(rank, i, c));
   MPI_Request request;
-  MPI_Iallreduce(in.data(), out.data(), static_cast<int>(c.count), mpi_type(c.dtype), mpi_op(c.op),
-                 comm, &request);
+  MPI_Iallreduce(in, out, static_cast<int>(c.count), mpi_type(c.dtype), mpi_op(c.op), comm,
+                 &request);
   context().mpi_wait(request, "reference MPI_Iallreduce");
-  std::vector<double> result(c.count);
+  scratch.expected.resize(c.count);
   for (size_t i = 0; i < c.count; ++i)
-    result[i] = load(out.data(), i, wide_type);
-  return result;
+    scratch.expected[i] = load(out, i, wide_type);
 }
 
 std::string describe(std::string_view algorithm, const Case& c, bool symmetric) {
@@ -109,18 +121,23 @@ std::string describe(std::string_view algorithm, const Case& c, bool symmetric) 
          (c.in_place ? " in place" : " out of place") + (symmetric ? " symmetric" : " user");
 }
 
-// Runs one case; returns an empty string or the first mismatch.
+// Runs one case; returns an empty string or the first mismatch. An out-of-place result buffer
+// is first filled with 0xff bytes (NaN for floats, -1 for integers), so a result left over from
+// the case before cannot pass for this one's.
 std::string run_case(const Communicator& comm, std::string_view algorithm, const Case& c,
-                     SymmetricBuffer* symmetric) {
+                     SymmetricBuffer* symmetric, Scratch& scratch) {
   const size_t es = dtype_size(c.dtype);
   const size_t bytes = c.count * es;
-  std::vector<std::byte> user_in(bytes + 1), user_out(bytes + 1);
-  std::byte* in = symmetric ? static_cast<std::byte*>(symmetric->data()) : user_in.data();
-  std::byte* out = c.in_place ? in : (symmetric ? in + bytes : user_out.data());
+  std::byte* in = symmetric ? static_cast<std::byte*>(symmetric->data())
+                            : at_least(scratch.user_in, bytes);
+  std::byte* out = c.in_place ? in : (symmetric ? in + bytes : at_least(scratch.user_out, bytes));
+  const int rank = comm.rank();
   for (size_t i = 0; i < c.count; ++i)
-    store(in, i, c.dtype, input(comm.rank(), i, c));
+    store(in, i, c.dtype, input(rank, i, c));
+  if (!c.in_place) std::memset(out, 0xff, bytes);
   comm.allreduce(in, out, c.count, c.dtype, c.op, algorithm);
-  const std::vector<double> expected = mpi_reference(c, comm.mpi_comm(), comm.rank());
+  mpi_reference(c, comm.mpi_comm(), rank, scratch);
+  const std::vector<double>& expected = scratch.expected;
   const bool exact = c.dtype != DType::kF32 && c.dtype != DType::kF64;
   const double eps = c.dtype == DType::kF32 ? 1.2e-7 : 2.3e-16;
   for (size_t i = 0; i < c.count; ++i) {
@@ -186,9 +203,10 @@ class AllreduceConformance : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(AllreduceConformance, MatchesOpenMpiOnUserBuffers) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  Scratch scratch;
   int mismatches = 0;
   for (const Case& c : cases(comm.size())) {
-    const std::string error = run_case(comm, GetParam(), c, nullptr);
+    const std::string error = run_case(comm, GetParam(), c, nullptr, scratch);
     if (!error.empty() && ++mismatches <= 5) ADD_FAILURE() << error;
   }
   EXPECT_EQ(mismatches, 0);
@@ -198,9 +216,10 @@ TEST_P(AllreduceConformance, MatchesOpenMpiOnUserBuffers) {
 TEST_P(AllreduceConformance, MatchesOpenMpiOnSymmetricBuffers) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   SymmetricBuffer buffer = comm.alloc(2 * (size_t{1} << 20) * 8);
+  Scratch scratch;
   int mismatches = 0;
   for (const Case& c : cases(comm.size())) {
-    const std::string error = run_case(comm, GetParam(), c, &buffer);
+    const std::string error = run_case(comm, GetParam(), c, &buffer, scratch);
     if (!error.empty() && ++mismatches <= 5) ADD_FAILURE() << error;
   }
   EXPECT_EQ(mismatches, 0);
