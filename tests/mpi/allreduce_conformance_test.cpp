@@ -128,8 +128,8 @@ std::string run_case(const Communicator& comm, std::string_view algorithm, const
                      SymmetricBuffer* symmetric, Scratch& scratch) {
   const size_t es = dtype_size(c.dtype);
   const size_t bytes = c.count * es;
-  std::byte* in = symmetric ? static_cast<std::byte*>(symmetric->data())
-                            : at_least(scratch.user_in, bytes);
+  std::byte* in =
+      symmetric ? static_cast<std::byte*>(symmetric->data()) : at_least(scratch.user_in, bytes);
   std::byte* out = c.in_place ? in : (symmetric ? in + bytes : at_least(scratch.user_out, bytes));
   const int rank = comm.rank();
   for (size_t i = 0; i < c.count; ++i)
