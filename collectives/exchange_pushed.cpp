@@ -5,8 +5,8 @@
 // peer's block out of its own inbox once the flag arrives. One round, like the pushed onephase
 // allreduce, whose slot reuse it shares (PushInbox::push, collectives/inbox.h). send and recv may
 // be any memory; in place is safe because every block is pushed before any of recv is written.
-// A member that finds every peer's push already there copies in the call itself, with no task
-// to suspend.
+// A member that finds every peer's push already there, or whose call blocks, copies in the call
+// itself, with no task to suspend.
 #include <cstring>
 
 #include "collectives/collective.h"
@@ -45,7 +45,8 @@ CollTask copy_when_pushed(CollContext& c, PushedExchange a) {
 }
 
 // Pushes, keeps its own block, then copies the peers' blocks in the call itself where every push
-// is already here, else in a task that takes each as it arrives.
+// is already here or where the call blocks (taking each as it arrives), else in a task that
+// takes each as it arrives.
 CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t block_bytes,
                          bool per_peer) {
   const PushedExchange a{send, recv, block_bytes, per_peer, c.inbox().next_sequence()};
@@ -55,9 +56,13 @@ CollTask exchange_pushed(CollContext& c, const std::byte* send, std::byte* recv,
   }
   std::byte* mine = recv + static_cast<size_t>(c.rank()) * block_bytes;
   if (mine != a.block_for(c.rank())) std::memmove(mine, a.block_for(c.rank()), block_bytes);
-  if (!c.inbox().every_push_arrived(a.sequence, a.block_bytes)) return copy_when_pushed(c, a);
-  for (int d = 1; d < c.size(); ++d)
-    copy_arrived(c, a, c.peer(-d));
+  const bool arrived = c.inbox().every_push_arrived(a.sequence, a.block_bytes);
+  if (!arrived && !c.call_blocks()) return copy_when_pushed(c, a);
+  for (int d = 1; d < c.size(); ++d) {
+    const int p = c.peer(-d);
+    if (!arrived) c.wait_in_call(c.inbox().await_push(p, a.sequence, a.block_bytes));
+    copy_arrived(c, a, p);
+  }
   return CollTask::finished();
 }
 

@@ -5,8 +5,8 @@
 // bit-identical results), once their flags arrive. Slots are reused as in the pushed allgather
 // (PushInbox::push, collectives/inbox.h). send and recv may be any memory; in place is safe
 // because everything is pushed before recv is written. A member that finds every peer's push
-// already there reduces in the call itself, with no task to suspend. Runs on the thread that
-// drives the collective.
+// already there, or whose call blocks, reduces in the call itself, with no task to suspend.
+// Runs on the thread that drives the collective.
 #include <cstring>
 
 #include "collectives/collective.h"
@@ -55,7 +55,8 @@ CollTask reduce_when_pushed(CollContext& c, PushedReduce a) {
 }
 
 // Pushes, then reduces in the call itself where every peer's push is already here (the member
-// that comes second to a small collective), else in a task that waits for them.
+// that comes second to a small collective) or where the call blocks (waiting for the pushes
+// there), else in a task that waits for them.
 CollTask reduce_pushed(CollContext& c, const std::byte* send, std::byte* recv, size_t count,
                        const Reducer& r, bool per_peer) {
   const PushedReduce a{send, recv, count, &r, per_peer, c.inbox().next_sequence()};
@@ -63,7 +64,11 @@ CollTask reduce_pushed(CollContext& c, const std::byte* send, std::byte* recv, s
     const int p = c.peer(d);
     c.inbox().push(p, a.sequence, a.block_for(p), a.bytes());
   }
-  if (!c.inbox().every_push_arrived(a.sequence, a.bytes())) return reduce_when_pushed(c, a);
+  if (!c.inbox().every_push_arrived(a.sequence, a.bytes())) {
+    if (!c.call_blocks()) return reduce_when_pushed(c, a);
+    for (int d = 1; d < c.size(); ++d)
+      c.wait_in_call(c.inbox().await_push(c.peer(-d), a.sequence, a.bytes()));
+  }
   reduce_arrived(c, a);
   return CollTask::finished();
 }

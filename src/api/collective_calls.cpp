@@ -36,7 +36,7 @@ void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
   coll::CollContext& staging = impl.staging();
   if (chosen.pushes.holds(bytes, impl.size(), staging.has_inbox())) {
     if (!blocking) src_ptr = state.keep_send(send, send_bytes);
-    impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+    impl.prepare_local(state, chosen.label, blocking, [&](coll::CollContext& c) {
       return chosen.run(c, args(0, 0, src_ptr, dst_ptr, false));
     });
     return;
@@ -152,7 +152,7 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
     if (chosen.pushes.holds(bytes, impl.size(), impl.staging().has_inbox())) {
       // A non-blocking root pushes from its own copy (the caller may write the buffer at once).
       std::byte* from = is_root && !blocking ? state.keep_send(ptr, bytes) : ptr;
-      impl.prepare_local(state, chosen.label, [&](coll::CollContext& c) {
+      impl.prepare_local(state, chosen.label, blocking, [&](coll::CollContext& c) {
         return chosen.run(c, {0, bytes, root, from, nullptr});
       });
       return;
@@ -221,7 +221,7 @@ Request Communicator::iall_to_all(const void* send, void* recv, size_t count, DT
 }
 Request Communicator::ibarrier() const {
   return impl_->launch(false, [&](RequestState& state) {
-    impl_->prepare_local(state, "barrier",
+    impl_->prepare_local(state, "barrier", false,
                          [](coll::CollContext& c) { return coll::barrier_mesh(c); });
   });
 }

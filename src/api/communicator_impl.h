@@ -247,10 +247,12 @@ class CommunicatorImpl {
 
   // Prepares `make(staging)` on the caller's own memory: for algorithms that push from local
   // buffers and never let peers read them (the pushed and streamed paths), so nothing is staged.
+  // A blocking call's algorithm may wait for its peers in make() (CollContext::call_blocks).
   template <typename Make>
-  void prepare_local(RequestState& state, const char* operation, Make&& make) {
+  void prepare_local(RequestState& state, const char* operation, bool blocking, Make&& make) {
     state.context = &placement_->staging();
     state.context->set_operation(operation);
+    coll::CollContext::CallBlocks blocks(*state.context, blocking);
     state.task = make(*state.context);
   }
 

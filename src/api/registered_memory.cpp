@@ -87,6 +87,7 @@ std::shared_ptr<Registration> RegisteredMemory::holding(const void* address, siz
 
 bool RegisteredMemory::holds(const void* send, size_t send_bytes, const void* recv,
                              size_t recv_bytes) const {
+  if (attached_.empty()) return false;  // most programs register nothing
   auto nothing = [](const Attached&, const Registration&) {};
   return visit(send, send_bytes, nothing) && visit(recv, recv_bytes, nothing);
 }

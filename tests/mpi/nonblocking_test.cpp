@@ -1,6 +1,7 @@
 // Non-blocking collectives: every one completes through test() or wait(), a caller may write its
 // plain send buffers as soon as the call returns, starting another collective completes the
-// one before, and a wait that times out does not cancel.
+// one before, a wait that times out does not cancel, and a call returns before its late peers
+// arrive.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -170,6 +171,70 @@ TEST(NonBlockingTest, WaitTimeoutDoesNotCancel) {
     comm.allreduce(&x, &sum, 1, DType::kF32, ReduceOp::kSum);
   }
   EXPECT_EQ(sum, static_cast<float>(comm.size()));
+  comm.close();
+}
+
+// Blocking calls of the pushed collectives wait for their peers in the call itself
+// (CollContext::call_blocks); their non-blocking variants must still return at once. Member 0
+// starts each small pushed collective before its peers may call it: they wait for its MPI
+// message, sent once its call has returned. (A call that waited for them would end in the
+// communicator's Timeout.) Then every member checks every element.
+TEST(NonBlockingTest, PushedCallsReturnBeforeTheirPeersCall) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  comm.set_timeout(std::chrono::seconds(5));
+  const int p = comm.size(), me = comm.rank();
+  constexpr size_t kCount = 4;  // 16 B blocks: pushed
+  std::vector<int32_t> send(kCount * static_cast<size_t>(p)), recv(send.size(), -1);
+  for (size_t k = 0; k < send.size(); ++k)
+    send[k] = 100 * me + static_cast<int32_t>(k);
+  using Start = Request (*)(Communicator&, const int32_t*, int32_t*);
+  const Start starts[] = {
+      [](Communicator& c, const int32_t* s, int32_t* r) {
+        return c.iallreduce(s, r, kCount, DType::kI32, ReduceOp::kSum);
+      },
+      [](Communicator& c, const int32_t* s, int32_t* r) {
+        return c.ireduce_scatter(s, r, kCount, DType::kI32, ReduceOp::kSum);
+      },
+      [](Communicator& c, const int32_t* s, int32_t* r) {
+        return c.iallgather(s, r, kCount, DType::kI32);
+      },
+      [](Communicator& c, const int32_t* s, int32_t* r) {
+        return c.iall_to_all(s, r, kCount, DType::kI32);
+      },
+  };
+  const char* names[] = {"iallreduce", "ireduce_scatter", "iallgather", "iall_to_all"};
+  for (size_t i = 0; i < std::size(starts); ++i) {
+    std::fill(recv.begin(), recv.end(), -1);
+    int go = static_cast<int>(i);
+    if (me != 0) MPI_Recv(&go, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    Request request;
+    bool started = false;
+    try {
+      request = starts[i](comm, send.data(), recv.data());
+      started = true;
+    } catch (const Timeout& e) {
+      ADD_FAILURE() << names[i] << " waited in the call for its peers: " << e.what();
+    }
+    for (int r = 1; r < p && me == 0; ++r)
+      MPI_Send(&go, 1, MPI_INT, r, 77, MPI_COMM_WORLD);
+    ASSERT_TRUE(started) << names[i];
+    request.wait();
+    const int members_sum = 100 * p * (p - 1) / 2;
+    for (size_t k = 0; k < kCount; ++k) {
+      const auto at = static_cast<int32_t>(k);
+      const auto mine = static_cast<int32_t>(static_cast<size_t>(me) * kCount + k);
+      if (i == 0) {
+        EXPECT_EQ(recv[k], members_sum + p * at) << names[i] << " " << k;
+      } else if (i == 1) {
+        EXPECT_EQ(recv[k], members_sum + p * mine) << names[i] << " " << k;
+      }
+      for (int r = 0; r < p && i >= 2; ++r) {
+        const int32_t want = 100 * r + (i == 2 ? at : mine);
+        EXPECT_EQ(recv[static_cast<size_t>(r) * kCount + k], want) << names[i] << " " << r;
+      }
+    }
+  }
   comm.close();
 }
 
