@@ -10,8 +10,9 @@
 // team's "inbox" buffer (inbox_buffer_bytes): the push inbox (collectives/inbox.h, c.inbox())
 // at its start, then the broadcast streams (collectives/stream.h), one per tier of message
 // size in kBroadcastStreams (c.broadcast_stream(bytes)). It owns
-// the signal tallies, the closing, the scratch areas, the operation named in diagnostics and the
-// members' measured round trip (c.link_probe(), collectives/link_probe.h).
+// the signal tallies, the closing, the scratch areas, the operation named in diagnostics, whether
+// the call being prepared blocks (call_blocks()) and the members' measured round trip
+// (c.link_probe(), collectives/link_probe.h).
 // Threads: the thread that calls the collective.
 #pragma once
 
@@ -65,7 +66,8 @@ class CollContext {
   }
 
   // The operation named in timeout diagnostics, e.g. "allreduce(ring)".
-  // `operation` must outlive the call (a string literal or a table entry).
+  // `operation` must outlive the call (a string literal or a table entry). The inbox and the
+  // streams get theirs only from here (a repeat is skipped, so they must not be set directly).
   void set_operation(const char* operation) {
     if (operation == operation_) return;  // the same collective again: its pieces have it
     operation_ = operation;
@@ -141,9 +143,9 @@ class CollContext {
    private:
     CollContext& c_;
   };
-  // For a call that blocks: returns once `wait` is satisfied, waiting as run() waits for a
-  // suspended task (the team's back-off, transport progress, the team's timeout, and a Timeout
-  // naming the operation, this rank and the peer).
+  // For a call that blocks (call only where call_blocks()): returns once `wait` is satisfied,
+  // waiting as run() waits for a suspended task (the team's back-off, transport progress, the
+  // team's timeout, and a Timeout naming the operation, this rank and the peer).
   void wait_in_call(const SignalAwait& wait) {
     if (wait.satisfied()) return;
     team_.wait_until([&] { return wait.satisfied(); }, [&] { return describe_wait(wait); });

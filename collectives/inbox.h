@@ -93,7 +93,8 @@ class PushInbox {
   }
   // Whether every peer's push of `bytes` for `sequence` is here already (so a collective can
   // finish in the call, with no task to suspend). Each check is a wait made, as await_push's:
-  // the caller awaits every push before it pushes again, here or in its task.
+  // the caller awaits every push before it pushes again: here, in the call (a blocking one,
+  // CollContext::wait_in_call) or in its task.
   bool every_push_arrived(uint64_t sequence, size_t bytes) {
     for (int p = 0; p < size_; ++p) {
       if (p != rank_ && !await_push(p, sequence, bytes).satisfied()) return false;

@@ -24,8 +24,9 @@ namespace {
 // algorithm may run later (test, wait, the progress thread): pushing algorithms then push from
 // the request's own copy of send, and algorithms that stage their source themselves get it
 // copied in before they start (src_ptr null then). (The pushed and streamed algorithms push in
-// the call itself, and finish there where every peer's push is already in: their waits for a
-// free slot, and their errors, then come from the call.)
+// the call itself, and finish there where every peer's push is already in, or, in a blocking
+// call, once it is (CollContext::call_blocks): their waits for a free slot, and their errors,
+// then come from the call.)
 template <typename Args, typename MakeArgs>
 void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
                        const coll::Algorithm<Args>& chosen, size_t bytes, const void* send,

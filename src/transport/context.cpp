@@ -187,28 +187,25 @@ ucp_ep_h Context::endpoint(int world_rank) const {
   return endpoints_[world_rank];
 }
 
-std::chrono::nanoseconds Context::mpi_wait_limit() const {
-  return startup_depth_ > 0 ? std::max(timeout_, startup_timeout_) : timeout_;
-}
-
-const char* Context::mpi_wait_limit_variable() const {
-  return startup_depth_ > 0 && startup_timeout_ > timeout_ ? "RANKFLOW_STARTUP_TIMEOUT_S"
-                                                           : "RANKFLOW_TIMEOUT_S";
+Context::MpiWaitLimit Context::mpi_wait_limit() const {
+  if (startup_depth_ > 0 && startup_timeout_ > timeout_)
+    return {startup_timeout_, "RANKFLOW_STARTUP_TIMEOUT_S"};
+  return {timeout_, "RANKFLOW_TIMEOUT_S"};
 }
 
 void Context::mpi_wait(MPI_Request& request, const std::string& what) {
   int done = 0;
-  const auto limit = mpi_wait_limit();
+  const MpiWaitLimit wait = mpi_wait_limit();
   wait_until(
       [&] {
         check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
         return done != 0;
       },
-      [&] { progress(); }, limit,
+      [&] { progress(); }, wait.limit,
       [&] {
         return "rank " + std::to_string(world_rank_) + ": " + what + " did not complete within " +
-               format_seconds(limit) + "; a peer has not reached the matching call (" +
-               mpi_wait_limit_variable() + " sets the limit)";
+               format_seconds(wait.limit) + "; a peer has not reached the matching call (" +
+               wait.variable + " sets the limit)";
       },
       [&](std::chrono::microseconds d) { idle(d); });
 }

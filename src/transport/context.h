@@ -85,9 +85,13 @@ class Context {
   void wire_endpoints(MPI_Comm world);
   void close_endpoints();
   void world_barrier(const std::string& what);
-  // The limit of an MPI wait now, and the variable that sets it (for the diagnostic).
-  std::chrono::nanoseconds mpi_wait_limit() const;
-  const char* mpi_wait_limit_variable() const;
+  // The limit of an MPI wait now, and the variable that sets it (for the diagnostic): the
+  // start-up limit while rankflow starts, where it is the longer one.
+  struct MpiWaitLimit {
+    std::chrono::nanoseconds limit;
+    const char* variable;
+  };
+  MpiWaitLimit mpi_wait_limit() const;
 
   std::shared_ptr<MpiSession> mpi_;
   int world_rank_ = -1;

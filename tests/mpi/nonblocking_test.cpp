@@ -6,11 +6,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <vector>
 
+#include "api/communicator_internal.h"
 #include "mpi_test_main.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
@@ -174,67 +178,95 @@ TEST(NonBlockingTest, WaitTimeoutDoesNotCancel) {
   comm.close();
 }
 
+// Ends the job at once: in PushedCallsReturnBeforeTheirPeersCall the peers wait in MPI_Recv for
+// member 0 and would never get past it after a failure.
+[[noreturn]] void abort_job(int rank, const std::string& what) {
+  std::fprintf(stderr, "[rank %d] pushed non-blocking call: %s\n", rank, what.c_str());
+  std::fflush(stderr);
+  MPI_Abort(MPI_COMM_WORLD, 3);
+  std::abort();
+}
+
+// One small pushed collective (16 B blocks), non-blocking, and element `k` of block `r` of its
+// result on member `me` of `p` (every member's send block r holds 100 * member + r * 4 + k).
+struct PushedCall {
+  const char* name;
+  Request (*start)(Communicator&, const int32_t*, int32_t*);
+  int32_t (*expected)(int p, int me, int r, int k);
+  int blocks;  // result blocks per member: 1, or p (-1)
+};
+constexpr int kPushedCount = 4;
+int32_t members_sum(int p) {
+  return 100 * p * (p - 1) / 2;
+}
+const PushedCall kPushedCalls[] = {
+    {"iallreduce",
+     [](Communicator& c, const int32_t* s, int32_t* r) {
+       return c.iallreduce(s, r, kPushedCount, DType::kI32, ReduceOp::kSum);
+     },
+     [](int p, int, int, int k) { return members_sum(p) + p * k; }, 1},
+    {"ireduce_scatter",
+     [](Communicator& c, const int32_t* s, int32_t* r) {
+       return c.ireduce_scatter(s, r, kPushedCount, DType::kI32, ReduceOp::kSum);
+     },
+     [](int p, int me, int, int k) { return members_sum(p) + p * (me * kPushedCount + k); }, 1},
+    {"iallgather",
+     [](Communicator& c, const int32_t* s, int32_t* r) {
+       return c.iallgather(s, r, kPushedCount, DType::kI32);
+     },
+     [](int, int, int r, int k) { return 100 * r + k; }, -1},
+    {"iall_to_all",
+     [](Communicator& c, const int32_t* s, int32_t* r) {
+       return c.iall_to_all(s, r, kPushedCount, DType::kI32);
+     },
+     [](int, int me, int r, int k) { return 100 * r + me * kPushedCount + k; }, -1},
+};
+
 // Blocking calls of the pushed collectives wait for their peers in the call itself
 // (CollContext::call_blocks); their non-blocking variants must still return at once. Member 0
 // starts each small pushed collective before its peers may call it: they wait for its MPI
-// message, sent once its call has returned. (A call that waited for them would end in the
-// communicator's Timeout.) Then every member checks every element.
+// message, sent once its call has returned (a call that waited for them would end in the
+// communicator's Timeout, and the job with it). A blocking pushed allreduce comes first each
+// round, so a call that left the context marked blocking is caught too. Nothing is staged (the
+// pushed paths ran), and every member checks every element.
 TEST(NonBlockingTest, PushedCallsReturnBeforeTheirPeersCall) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
-  comm.set_timeout(std::chrono::seconds(5));
+  comm.set_timeout(std::chrono::seconds(20));
   const int p = comm.size(), me = comm.rank();
-  constexpr size_t kCount = 4;  // 16 B blocks: pushed
-  std::vector<int32_t> send(kCount * static_cast<size_t>(p)), recv(send.size(), -1);
+  std::vector<int32_t> send(kPushedCount * static_cast<size_t>(p)), recv(send.size());
   for (size_t k = 0; k < send.size(); ++k)
     send[k] = 100 * me + static_cast<int32_t>(k);
-  using Start = Request (*)(Communicator&, const int32_t*, int32_t*);
-  const Start starts[] = {
-      [](Communicator& c, const int32_t* s, int32_t* r) {
-        return c.iallreduce(s, r, kCount, DType::kI32, ReduceOp::kSum);
-      },
-      [](Communicator& c, const int32_t* s, int32_t* r) {
-        return c.ireduce_scatter(s, r, kCount, DType::kI32, ReduceOp::kSum);
-      },
-      [](Communicator& c, const int32_t* s, int32_t* r) {
-        return c.iallgather(s, r, kCount, DType::kI32);
-      },
-      [](Communicator& c, const int32_t* s, int32_t* r) {
-        return c.iall_to_all(s, r, kCount, DType::kI32);
-      },
-  };
-  const char* names[] = {"iallreduce", "ireduce_scatter", "iallgather", "iall_to_all"};
-  for (size_t i = 0; i < std::size(starts); ++i) {
+  const size_t staged_before = api::staged_collectives(comm);
+  for (const PushedCall& call : kPushedCalls) {
+    int32_t one = 1, members = 0;
+    comm.allreduce(&one, &members, 1, DType::kI32, ReduceOp::kSum);  // blocking, pushed
+    ASSERT_EQ(members, p) << call.name;
     std::fill(recv.begin(), recv.end(), -1);
-    int go = static_cast<int>(i);
+    int go = 0;
     if (me != 0) MPI_Recv(&go, 1, MPI_INT, 0, 77, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
     Request request;
-    bool started = false;
     try {
-      request = starts[i](comm, send.data(), recv.data());
-      started = true;
-    } catch (const Timeout& e) {
-      ADD_FAILURE() << names[i] << " waited in the call for its peers: " << e.what();
+      request = call.start(comm, send.data(), recv.data());
+    } catch (const Error& e) {
+      abort_job(me, std::string(call.name) + " waited in the call for its peers: " + e.what());
     }
     for (int r = 1; r < p && me == 0; ++r)
       MPI_Send(&go, 1, MPI_INT, r, 77, MPI_COMM_WORLD);
-    ASSERT_TRUE(started) << names[i];
-    request.wait();
-    const int members_sum = 100 * p * (p - 1) / 2;
-    for (size_t k = 0; k < kCount; ++k) {
-      const auto at = static_cast<int32_t>(k);
-      const auto mine = static_cast<int32_t>(static_cast<size_t>(me) * kCount + k);
-      if (i == 0) {
-        EXPECT_EQ(recv[k], members_sum + p * at) << names[i] << " " << k;
-      } else if (i == 1) {
-        EXPECT_EQ(recv[k], members_sum + p * mine) << names[i] << " " << k;
-      }
-      for (int r = 0; r < p && i >= 2; ++r) {
-        const int32_t want = 100 * r + (i == 2 ? at : mine);
-        EXPECT_EQ(recv[static_cast<size_t>(r) * kCount + k], want) << names[i] << " " << r;
+    try {
+      request.wait();
+    } catch (const Error& e) {
+      abort_job(me, std::string(call.name) + ": " + e.what());
+    }
+    const int blocks = call.blocks > 0 ? call.blocks : p;
+    for (int r = 0; r < blocks; ++r) {
+      for (int k = 0; k < kPushedCount; ++k) {
+        EXPECT_EQ(recv[static_cast<size_t>(r * kPushedCount + k)], call.expected(p, me, r, k))
+            << call.name << " block " << r << " element " << k;
       }
     }
   }
+  EXPECT_EQ(api::staged_collectives(comm), staged_before) << "a call did not take its pushed path";
   comm.close();
 }
 
