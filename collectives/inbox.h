@@ -115,7 +115,7 @@ class PushInbox {
   }
 
   // Hand-off hints (cache_hints.h), measured with two members on one host
-  // (docs/performance.md, "2026-12-03 night"): payloads with lines of their own
+  // (docs/performance-plain-history.md, "2026-12-03 night"): payloads with lines of their own
   // (above the flag's line), pushed for an exchange, are demoted by the writer up to 1 KiB and
   // from 2 KiB to 4 KiB (at 1-2 KiB and above 4 KiB it lost), and by the reader once read up to
   // 512 B (from 1 KiB it lost).
