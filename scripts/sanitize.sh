@@ -65,6 +65,9 @@ export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$supp/
 # interceptor: with them on, every thread exit crashes under TSan. rankflow registers its memory
 # explicitly and does not need them.
 [ "$job" = tsan ] && export UCX_MEM_EVENTS=no
+# Under TSan the chaos cases' threads cost several times their CPU: four at a time ran each
+# about three times longer than alone (chaos.slow_kernel 12 -> 36 s), so two at a time there.
+[ "$job" = tsan ] && export RANKFLOW_WAITS_JOBS="${RANKFLOW_WAITS_JOBS:-2}"
 export RANKFLOW_TIMEOUT_S=60
 
 exclude='^$'

@@ -53,11 +53,13 @@ export OMPI_MCA_rmaps_base_oversubscribe=1
 
 # rankflow_ctest <build dir> <label regex to leave out> [ctest args...]: the tests labelled
 # "waits" (tests/CMakeLists.txt: they mostly wait for a timeout or a sleeping peer) four at a
-# time, then every other test one at a time; fails if either run fails, after both have run.
+# time (RANKFLOW_WAITS_JOBS), then every other test one at a time; fails if either run fails,
+# after both have run.
 rankflow_ctest() {
   local build="$1" leave_out="$2" rc=0
   shift 2
-  ctest --test-dir "$build" --output-on-failure -j 4 -L '^waits$' -LE "$leave_out" "$@" || rc=1
+  ctest --test-dir "$build" --output-on-failure -j "${RANKFLOW_WAITS_JOBS:-4}" -L '^waits$' \
+    -LE "$leave_out" "$@" || rc=1
   ctest --test-dir "$build" --output-on-failure -LE "^waits\$|$leave_out" "$@" || rc=1
   return $rc
 }
