@@ -54,6 +54,10 @@ bool runs_in_place(const Communicator& communicator, const void* send, size_t se
          coll::Buffers::kSymmetric;
 }
 
+bool shares_a_core(const Communicator& communicator) {
+  return CommunicatorImpl::of(communicator).shares_a_core();
+}
+
 bool maps_peers(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staging().team().mapped_everywhere();
 }
@@ -83,7 +87,6 @@ void Communicator::deregister(RegisteredBuffer& buffer) const {
 }
 
 namespace {
-constexpr uint32_t kTestsBetweenYields = 64;
 
 const Registration& live_registration(const std::shared_ptr<Registration>& r, const char* what) {
   if (!r) throw InvalidArgument(std::string("RegisteredBuffer::") + what + " on an empty handle");
@@ -137,7 +140,7 @@ bool Request::test() {
   // (more ranks than cores) from running, and every step then waits for the scheduler's time
   // slice (a 3-rank test on 2 cores once took 76 s so, 0.7 s in other runs): as Open MPI does
   // when oversubscribed, every 64th unfinished test yields.
-  if (!complete && ++state_->unfinished_tests % kTestsBetweenYields == 0 &&
+  if (!complete && ++state_->unfinished_tests % api::kTestsBetweenYields == 0 &&
       state_->owner->shares_a_core()) {
     std::this_thread::yield();
   }

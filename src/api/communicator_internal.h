@@ -5,6 +5,7 @@
 #include <mpi.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "collectives/machine_profile.h"
 #include "rankflow/communicator.h"
@@ -33,6 +34,11 @@ size_t next_staging_offset(const Communicator& communicator, size_t bytes);
 // Whether every member maps every other member's memory (one host, shared memory transports):
 // then registered buffers are shared with the peers.
 bool maps_peers(const Communicator& communicator);
+// Whether a member bound to this member's core is in `communicator` (then Request::test yields
+// the core every kTestsBetweenYields unfinished tests).
+bool shares_a_core(const Communicator& communicator);
+// How many unfinished Request::test calls pass between two yields on a shared core.
+inline constexpr uint32_t kTestsBetweenYields = 64;
 // Whether a collective with send and recv there runs in place (symmetric or attached registered
 // memory), not staged.
 bool runs_in_place(const Communicator& communicator, const void* send, size_t send_bytes,

@@ -1,3 +1,5 @@
 // The program that builds the test programs' shared precompiled header (tests/CMakeLists.txt:
 // rankflow_test_pch); it is never run.
-int main() { return 0; }
+int main() {
+  return 0;
+}

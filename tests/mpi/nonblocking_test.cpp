@@ -3,6 +3,9 @@
 // one before, a wait that times out does not cancel, and a call returns before its late peers
 // arrive.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +21,16 @@
 #include "mpi_test_main.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
+
+// Every sched_yield of this process (std::this_thread::yield calls it) counted on its thread,
+// then made: the test below counts Request::test's yields.
+namespace {
+thread_local uint64_t yields_made = 0;
+}  // namespace
+extern "C" int sched_yield() noexcept {
+  ++yields_made;
+  return static_cast<int>(syscall(SYS_sched_yield));
+}
 
 namespace rankflow::test {
 namespace {
@@ -267,6 +280,35 @@ TEST(NonBlockingTest, PushedCallsReturnBeforeTheirPeersCall) {
     }
   }
   EXPECT_EQ(api::staged_collectives(comm), staged_before) << "a call did not take its pushed path";
+  comm.close();
+}
+
+// A caller's loop of Request::test that never gives up the core: where a member is bound to the
+// same core, every kTestsBetweenYields-th unfinished test yields it (so that member runs), and
+// elsewhere none does. The last member joins 20 ms late, so the others poll many times; each
+// member counts the yields its own loop made (collectives.shared_core_yields binds two members
+// to one core; the other runs bind them apart or, from 3 ranks on 2 cores, some together).
+TEST(NonBlockingTest, PollingYieldsTheCoreOnlyWhereAMemberSharesIt) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  const int p = comm.size(), me = comm.rank();
+  const bool shared = api::shares_a_core(comm);
+  for (int round = 0; round < 3; ++round) {
+    int32_t one = me + round, sum = 0;
+    if (me == p - 1) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    Request r = comm.iallreduce(&one, &sum, 1, DType::kI32, ReduceOp::kSum);
+    uint64_t unfinished = 0;
+    const uint64_t yields_before = yields_made;
+    while (!r.test())
+      ++unfinished;
+    const uint64_t yields = yields_made - yields_before;
+    ASSERT_EQ(sum, p * (p - 1) / 2 + p * round);
+    if (shared) {
+      EXPECT_EQ(yields, unfinished / api::kTestsBetweenYields)
+          << "member " << me << " shares its core: " << unfinished << " unfinished tests";
+    } else {
+      EXPECT_EQ(yields, 0u) << "member " << me << " has a core of its own";
+    }
+  }
   comm.close();
 }
 
