@@ -42,11 +42,15 @@ class SlotWriter {
   // UCX.
   // Whether `peer`'s region is mapped here (written with stores, not through UCX).
   bool mapped(int peer) const { return mapped_[static_cast<size_t>(peer)] != nullptr; }
+  // The slot at window offset `slot` of `peer`, where mapped, else null.
+  std::byte* mapped_slot(int peer, size_t slot) const {
+    std::byte* region = mapped_[static_cast<size_t>(peer)];
+    return region != nullptr ? region + (slot - region_) : nullptr;
+  }
 
   std::byte* write(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
                    size_t outbox_offset) {
-    if (std::byte* region = mapped_[static_cast<size_t>(peer)]) {
-      std::byte* mapped = region + (slot - region_);
+    if (std::byte* mapped = mapped_slot(peer, slot)) {
       if (bytes > 0) std::memcpy(mapped + payload_offset(bytes), payload, bytes);  // may be null
       std::atomic_ref<uint64_t>(*reinterpret_cast<uint64_t*>(mapped))
           .store(flag, std::memory_order_release);
