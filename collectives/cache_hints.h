@@ -6,18 +6,34 @@
 // of snooping them out of this core: a reader of lines this core wrote, or a writer about to
 // take back lines this core read. It is a hint, and the costs are real (each line is a write
 // back), so callers use it only where measured to win (docs/performance.md). Processors without
-// CLDEMOTE execute it as a NOP (its encoding lies in the reserved hint-NOP space), so it needs no
-// CPU check.
+// CLDEMOTE would execute it as a NOP (its encoding lies in the reserved hint-NOP space); the
+// loop is skipped there (cpu_demotes_lines: CPUID, read once at load), so that it costs those
+// processors nothing.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+
 namespace rankflow::coll {
+
+// Whether this processor has CLDEMOTE (CPUID leaf 7, ECX bit 25).
+inline bool cpu_has_cldemote() {
+#if defined(__x86_64__)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) != 0 && (ecx & (1u << 25)) != 0;
+#else
+  return false;
+#endif
+}
+inline const bool cpu_demotes_lines = cpu_has_cldemote();
 
 inline void demote_lines(const void* first, size_t bytes) {
 #if defined(__x86_64__)
-  if (bytes == 0) return;
+  if (bytes == 0 || !cpu_demotes_lines) return;
   constexpr uintptr_t kLine = 64;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(first) & ~(kLine - 1);
   const uintptr_t end = reinterpret_cast<uintptr_t>(first) + bytes;
