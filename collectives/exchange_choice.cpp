@@ -37,9 +37,8 @@ bool probes_this_call(CollContext& c, size_t block, bool blocking, bool follows_
 
 // Member 0's decision from its probe's figure and its profile.
 LinkProbe::Verdict decide(CollContext& c) {
-  const StagedExchanges& staged = local_staged_exchanges();
-  const bool fast = c.link_probe().round_trip_under(staged.round_trip_below_ns);
-  return {c.size() == staged.members && fast ? 1u : 0u};
+  const bool fast = c.link_probe().round_trip_under(local_fast_round_trip_ns());
+  return {c.size() == local_staged_exchanges().members && fast ? 1u : 0u};
 }
 
 // The token around the members' ring LinkProbe::kRounds times, then once more carrying member 0's

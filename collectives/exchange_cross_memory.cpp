@@ -71,8 +71,8 @@ bool reads_this_call(CollContext& c, size_t block, bool in_place_all_to_all) {
   static const env::CrossMemoryDirection direction = env::cross_memory_direction();
   if (direction == env::CrossMemoryDirection::kWrite) return false;
   if (direction == env::CrossMemoryDirection::kAuto) {
-    const CrossMemoryReads& reads = local_cross_memory_reads();
-    if (block < reads.min_block || !c.link_probe().round_trip_under(reads.round_trip_below_ns))
+    if (block < local_cross_memory_reads().min_block ||
+        !c.link_probe().round_trip_under(local_fast_round_trip_ns()))
       return false;
   }
   for (int d = 1; d < c.size(); ++d)

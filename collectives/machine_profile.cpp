@@ -75,8 +75,9 @@ constexpr MachineChoice kAmdZen4[] = {
 // reads keep x0.97-1.06; at 1-2 MiB blocks both are within x0.97-1.04 of Open MPI there
 // (docs/data/ab-amd-zen4-2026-12-05-direction/). The probe's round trip, which includes its own
 // waits and clock reads, reads 160-220 ns in the fast mode (a ping-pong: 60-90 ns) and 520-880 ns
-// in the slow one (320-360 ns): 350 ns lies between.
-constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB, 350};
+// in the slow one (320-360 ns): 350 ns lies between, the profile's fast mode.
+constexpr uint32_t kAmdZen4FastRoundTripNs = 350;
+constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB};
 
 // The own block's copy, measured 2026-12-05 on two processes (the exchange's copies alone,
 // docs/data/ab-amd-zen4-2026-12-05-stream/): with non-temporal stores an allgather of 8-16 MiB
@@ -89,7 +90,7 @@ constexpr size_t kAmdZen4StreamOwnBlockFromRecv = 16 * MiB;
 // The `probed` exchanges (chosen above) stage in the fast mode, whose probe reads 160-220 ns
 // against the slow mode's 520-880 ns (staging runs x0.32-0.42 of Open MPI there, against the
 // kernel copy's x1.65-2.07: pl-slow.log).
-constexpr StagedExchanges kAmdZen4Staged{350, 2};
+constexpr StagedExchanges kAmdZen4Staged{2};
 
 // AMD EPYC, Zen 5 (family 26, models 0x00-0x1f: Turin). Swept 2026-12-05 on the 2-core cloud
 // machine (model 2), two members, plain buffers, 1 KiB to 16 MiB, three sweeps, each
@@ -131,21 +132,19 @@ constexpr MachineChoice kAmdZen5[] = {
 constexpr TwophaseSegments kAmdZen5Twophase{SIZE_MAX, SIZE_MAX};
 
 constexpr MachineProfile kProfiles[] = {
-    {"amd-zen4",
-     "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
-     {"AuthenticAMD", 25, 0x10, 0x1f},
-     kAmdZen4,
-     kAmdZen4Reads,
-     kAmdZen4StreamOwnBlockFromRecv,
-     kAmdZen4Staged},
-    {"amd-zen5",
-     "AMD EPYC (family 26 model 2), 2 cores, 2026-12-05",
-     {"AuthenticAMD", 26, 0x00, 0x1f},
-     kAmdZen5,
-     {},
-     SIZE_MAX,
-     {},
-     kAmdZen5Twophase},
+    {.name = "amd-zen4",
+     .measured_on = "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
+     .cpus = {"AuthenticAMD", 25, 0x10, 0x1f},
+     .choices = kAmdZen4,
+     .fast_round_trip_ns = kAmdZen4FastRoundTripNs,
+     .reads = kAmdZen4Reads,
+     .stream_own_block_from_recv = kAmdZen4StreamOwnBlockFromRecv,
+     .staged = kAmdZen4Staged},
+    {.name = "amd-zen5",
+     .measured_on = "AMD EPYC (family 26 model 2), 2 cores, 2026-12-05",
+     .cpus = {"AuthenticAMD", 26, 0x00, 0x1f},
+     .choices = kAmdZen5,
+     .twophase = kAmdZen5Twophase},
 };
 
 template <typename Args>
@@ -237,6 +236,10 @@ size_t local_stream_own_block_from_recv() {
 const StagedExchanges& local_staged_exchanges() {
   static const StagedExchanges never{};
   return local_profile() == nullptr ? never : local_profile()->staged;
+}
+
+uint32_t local_fast_round_trip_ns() {
+  return local_profile() == nullptr ? 0 : local_profile()->fast_round_trip_ns;
 }
 
 size_t smallest_cross_memory_read_block() {

@@ -49,19 +49,17 @@ struct CpuModels {
 
 // Where a cross-memory allgather or all_to_all reads its peers' blocks rather than having each
 // peer write them (RANKFLOW_CROSS_MEMORY_DIRECTION=auto; exchange_cross_memory.cpp): blocks of
-// `min_block` bytes and more, while the members' round trip (collectives/link_probe.h) is under
-// `round_trip_below_ns`. The default never reads.
+// `min_block` bytes and more, in the machine's fast mode (MachineProfile::fast_round_trip_ns).
+// The default never reads.
 struct CrossMemoryReads {
   size_t min_block = SIZE_MAX;
-  uint32_t round_trip_below_ns = 0;
 };
 
 // When the `probed` allgather and all_to_all (which the profile's choices name) stage their blocks
 // through the window instead of the kernel's copy (collectives/exchange_choice.cpp): on `members`
-// members, while member 0's probe of the round trip reads under `round_trip_below_ns`. Member 0
-// decides for every member, so the members always agree. The default never stages.
+// members, in the machine's fast mode as member 0's probe reads it. Member 0 decides for every
+// member, so the members always agree. A profile without a fast mode never stages.
 struct StagedExchanges {
-  uint32_t round_trip_below_ns = 0;
   int members = 2;
 };
 
@@ -70,6 +68,9 @@ struct MachineProfile {
   std::string_view measured_on;  // the machine its sweep ran on, for logs and docs
   CpuModels cpus;
   std::span<const MachineChoice> choices;
+  // The machine's fast mode, in which the reads and the staging below apply: the members' round
+  // trip (collectives/link_probe.h) under this many nanoseconds. 0: no fast mode (the default).
+  uint32_t fast_round_trip_ns = 0;
   CrossMemoryReads reads{};
   // A cross-memory exchange copies a member's own block into its recv with non-temporal stores
   // where recv (members x block) holds this many bytes or more: the call's buffers have outgrown
@@ -111,6 +112,8 @@ const CrossMemoryReads& local_cross_memory_reads();
 size_t local_stream_own_block_from_recv();
 // This process's profile's StagedExchanges (never stages for none).
 const StagedExchanges& local_staged_exchanges();
+// This process's profile's fast_round_trip_ns (0, no fast mode, for none).
+uint32_t local_fast_round_trip_ns();
 // The smallest CrossMemoryReads::min_block of all profiles (SIZE_MAX where none reads): the
 // same in every process of one build, so members may decide alike from it whatever profile each
 // took.

@@ -396,7 +396,7 @@ TEST(CrossMemory, MemberZeroDecidesWhetherEveryMemberStages) {
     const coll::MachineProfile* profile = api::machine_rules(probe).profile;
     int usable = coll::process_memory_usable() ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
-    if (probe.size() != 2 || profile == nullptr || profile->staged.round_trip_below_ns == 0 ||
+    if (probe.size() != 2 || profile == nullptr || profile->fast_round_trip_ns == 0 ||
         !api::maps_peers(probe) || usable == 0)
       GTEST_SKIP() << "two members, peers mapped, a profile that stages, kernel copies usable";
   }
