@@ -129,7 +129,7 @@ size_t twophase_segment_elements(size_t count, size_t elem_size, const TwophaseS
   const size_t segment = std::max(std::max<size_t>(1, TwophaseSegments::kMinBytes / elem_size),
                                   count / max_segments + (count % max_segments != 0 ? 1 : 0));
   const bool beyond_the_tables = count * elem_size > TwophaseSegments{}.segmented_up_to;
-  return beyond_the_tables && count % segment != 0 ? count : segment;
+  return beyond_the_tables && !PartHandOff::splits_evenly(count, segment) ? count : segment;
 }
 
 CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {

@@ -34,7 +34,7 @@ size_t hand_off_from(int members) {
 
 bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segment) {
   const size_t smallest_part = segment / static_cast<size_t>(c.size());
-  return a.src_ptr != nullptr && a.dst_ptr != nullptr && segment > 0 && a.count % segment == 0 &&
+  return a.src_ptr != nullptr && a.dst_ptr != nullptr && splits_evenly(a.count, segment) &&
          a.count * a.reducer->elem_size >= hand_off_from(c.size()) &&
          smallest_part * a.reducer->elem_size >= header_bytes(c.size());
 }

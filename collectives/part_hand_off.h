@@ -33,6 +33,11 @@ class PartHandOff {
   // (in place too), from 16 KiB on two members and 128 KiB on more, every segment the same
   // length, room for the header in each part.
   static bool fits(const CollContext& c, const AllreduceArgs& a, size_t segment);
+  // Whether `count` elements split into segments of `segment` all of the same length (the
+  // hand-off needs it; the twophase split rule asks the same above the tables' sizes).
+  static bool splits_evenly(size_t count, size_t segment) {
+    return segment > 0 && count % segment == 0;
+  }
 
   // Publishes this member's header (before the call's first kReady).
   PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment);
