@@ -120,6 +120,20 @@ constexpr MachineChoice kAmdZen5[] = {
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 16 * KiB), "pushed"},
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 128 * KiB), "pipelined"},
     {Collective::kAllToAll, Buffers::kPlain, kTwoMembers(256 * KiB + 1, 512 * KiB), "pipelined"},
+    // Symmetric buffers (comm.alloc and registered arrays), swept 2026-12-06, 256 B to 16 MiB,
+    // three sweeps (docs/data/sweep-amd-zen5-2026-12-06-symmetric/; ranked to 8 KiB: above, the
+    // algorithms' sweeps overlapped by 15-40 % and the tables' choices stay). The tables' reading
+    // in place from 2 KiB (measured on earlier machines) costs two rounds of signals, about 1 us
+    // here, where one push round costs 0.5-0.9 us: allreduce 2-4 KiB onephase (pushed) 0.50 /
+    // 0.31 of Open MPI's time against twophase's 0.78 / 0.36; allgather, reduce_scatter and
+    // all_to_all 2-8 KiB blocks pushed 0.12-0.52 against the mesh's 0.17-0.86; broadcast 2-8 KiB
+    // pushed 0.16-0.44 against direct's 0.26-0.88, and 512 B streamed 0.21 against pushed 0.36.
+    {Collective::kAllreduce, Buffers::kSymmetric, kTwoMembers(KiB + 1, 4 * KiB), "onephase"},
+    {Collective::kAllgather, Buffers::kSymmetric, kTwoMembers(KiB + 1, 8 * KiB), "pushed"},
+    {Collective::kReduceScatter, Buffers::kSymmetric, kTwoMembers(KiB + 1, 8 * KiB), "pushed"},
+    {Collective::kBroadcast, Buffers::kSymmetric, kTwoMembers(257, 512), "streamed"},
+    {Collective::kBroadcast, Buffers::kSymmetric, kTwoMembers(KiB + 1, 8 * KiB), "pushed"},
+    {Collective::kAllToAll, Buffers::kSymmetric, kTwoMembers(KiB + 1, 8 * KiB), "pushed"},
 };
 
 // Plain twophase allreduce in 1 MiB segments at every size where they come out equal (the
