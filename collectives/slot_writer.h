@@ -36,10 +36,6 @@ class SlotWriter {
   // outbox holds `outbox_bytes` (allocated on the first write through UCX).
   SlotWriter(Team team, size_t region, size_t outbox_bytes);
 
-  // Writes `bytes` of `payload`, then `flag`, into the slot at window offset `slot` (inside the
-  // region) of `peer`. Through UCX the private copy sits at `outbox_offset` of the outbox.
-  // Returns where the payload landed in the peer's mapped window, or null when written through
-  // UCX.
   // Whether `peer`'s region is mapped here (written with stores, not through UCX).
   bool mapped(int peer) const { return mapped_[static_cast<size_t>(peer)] != nullptr; }
   // The slot at window offset `slot` of `peer`, where mapped, else null.
@@ -47,6 +43,11 @@ class SlotWriter {
     std::byte* region = mapped_[static_cast<size_t>(peer)];
     return region != nullptr ? region + (slot - region_) : nullptr;
   }
+
+  // Writes `bytes` of `payload`, then `flag`, into the slot at window offset `slot` (inside the
+  // region) of `peer`. Through UCX the private copy sits at `outbox_offset` of the outbox.
+  // Returns where the payload landed in the peer's mapped window, or null when written through
+  // UCX.
 
   std::byte* write(int peer, size_t slot, uint64_t flag, const void* payload, size_t bytes,
                    size_t outbox_offset) {

@@ -206,8 +206,8 @@ TEST(LinkProbe, MeasuresEveryKEveryCallsAndHalvesTheShortestLapPerPairOfHops) {
 }
 
 // Staging the `probed` exchanges is the AMD profile's measured choice (on two members, in the
-// fast mode's round trip), never without a profile; its choices name `probed` where it measured
-// staging faster in that mode.
+// fast mode's round trip), never by a profile without a fast mode (the default); its choices name
+// `probed` where it measured staging faster in that mode.
 TEST(MachineProfile, StagedExchangesAreMeasuredPerProfile) {
   EXPECT_EQ(MachineProfile{}.fast_round_trip_ns, 0u);  // no fast mode: never stages
   EXPECT_EQ(LinkProbe{}.verdict().stages, 0u);         // no staging before the first probe
