@@ -31,14 +31,22 @@ inline bool cpu_has_cldemote() {
 }
 inline const bool cpu_demotes_lines = cpu_has_cldemote();
 
-inline void demote_lines(const void* first, size_t bytes) {
-#if defined(__x86_64__)
-  if (bytes == 0 || !cpu_demotes_lines) return;
+// Calls hint(line) for the start of every 64-byte line that [first, first + bytes) touches (none
+// for an empty range).
+template <typename Hint>
+inline void for_each_line(const void* first, size_t bytes, Hint&& hint) {
+  if (bytes == 0) return;
   constexpr uintptr_t kLine = 64;
   const uintptr_t begin = reinterpret_cast<uintptr_t>(first) & ~(kLine - 1);
   const uintptr_t end = reinterpret_cast<uintptr_t>(first) + bytes;
   for (uintptr_t line = begin; line < end; line += kLine)
-    asm volatile("cldemote %0" ::"m"(*reinterpret_cast<const char*>(line)));
+    hint(reinterpret_cast<const char*>(line));
+}
+
+inline void demote_lines(const void* first, size_t bytes) {
+#if defined(__x86_64__)
+  if (!cpu_demotes_lines) return;
+  for_each_line(first, bytes, [](const char* line) { asm volatile("cldemote %0" ::"m"(*line)); });
 #else
   (void)first;
   (void)bytes;
@@ -52,12 +60,7 @@ inline void demote_lines(const void* first, size_t bytes) {
 // NOP before Broadwell), so it needs no CPU check either.
 inline void claim_lines(void* first, size_t bytes) {
 #if defined(__x86_64__)
-  if (bytes == 0) return;
-  constexpr uintptr_t kLine = 64;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(first) & ~(kLine - 1);
-  const uintptr_t end = reinterpret_cast<uintptr_t>(first) + bytes;
-  for (uintptr_t line = begin; line < end; line += kLine)
-    asm volatile("prefetchw %0" ::"m"(*reinterpret_cast<const char*>(line)));
+  for_each_line(first, bytes, [](const char* line) { asm volatile("prefetchw %0" ::"m"(*line)); });
 #else
   (void)first;
   (void)bytes;
