@@ -1,6 +1,7 @@
 // Command-line options of rankflow-bench.
 #pragma once
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -28,6 +29,11 @@ struct Options {
   int batches = 9;
   size_t batch_bytes = size_t{64} << 20;  // bytes moved per batch, which sets iterations
   size_t max_iters = 2000;
+  // From this size every timed call starts from caches that hold none of the bench's buffers
+  // (Driver::settle_caches); SIZE_MAX (--settle-from off): never. 16 MiB: there two ranks' send
+  // and recv (64 MiB) are twice a 32 MiB L3, so no code keeps them in the cache between calls;
+  // below, a code that iterates on its arrays finds them warm, and so does the bench.
+  size_t settle_from = size_t{16} << 20;
   std::string json;
   std::string table;
   bool help = false;  // --help: print kUsage and run nothing
@@ -45,7 +51,8 @@ inline std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
-inline size_t parse_bytes(const std::string& text) {
+// `text` as bytes; InvalidArgument naming `option` where it is not a size.
+inline size_t parse_bytes(const std::string& text, const std::string& option) {
   char* end = nullptr;
   const unsigned long long value = std::strtoull(text.c_str(), &end, 10);
   const std::string suffix = end ? end : "";
@@ -57,7 +64,7 @@ inline size_t parse_bytes(const std::string& text) {
   else if (suffix == "G" || suffix == "g")
     scale = size_t{1} << 30;
   else if (!suffix.empty() || end == text.c_str()) {
-    throw InvalidArgument("'" + text + "' is not a size (bytes with optional K, M, G)");
+    throw InvalidArgument(option + ": '" + text + "' is not a size (bytes with optional K, M, G)");
   }
   return static_cast<size_t>(value) * scale;
 }
@@ -69,7 +76,8 @@ inline const char* kUsage =
     "                      [--min-bytes 4] [--max-bytes 64M] [--buffers "
     "symmetric|user|registered]\n"
     "                      [--stage-copy table|memcpy|stream|ab] [--nonblocking]\n"
-    "                      [--batches 9] [--quick] [--json PATH] [--table PATH] [--help]\n"
+    "                      [--batches 9] [--quick] [--settle-from 16M|off]\n"
+    "                      [--json PATH] [--table PATH] [--help]\n"
     "  --coll      collectives to sweep (default allreduce)\n"
     "  --algo      allreduce algorithms by registry name, or auto (default auto)\n"
     "  --min-bytes, --max-bytes  message sizes, powers of two between (K, M, G suffixes)\n"
@@ -82,6 +90,10 @@ inline const char* kUsage =
     "              ... and Request::wait, beside Open MPI's MPI_Iallreduce ... and MPI_Wait)\n"
     "  --batches   timed batches per size; the median is reported (default 9)\n"
     "  --quick     fewer bytes per batch and at most 100 calls per batch\n"
+    "  --settle-from  from this size (default 16M) each timed call, rankflow's and Open MPI's,\n"
+    "              starts from caches that hold none of the bench's buffers (an untimed read of\n"
+    "              twice the last-level cache), so that neither library's call pays for, or\n"
+    "              profits from, what the other's last call left in the caches; off: never\n"
     "  --json, --table  also write every row as JSON / as a whitespace table for plotting\n";
 
 inline Options parse_options(int argc, char** argv) {
@@ -120,9 +132,9 @@ inline Options parse_options(int argc, char** argv) {
         }
       }
     } else if (arg == "--min-bytes") {
-      o.min_bytes = parse_bytes(value());
+      o.min_bytes = parse_bytes(value(), arg);
     } else if (arg == "--max-bytes") {
-      o.max_bytes = parse_bytes(value());
+      o.max_bytes = parse_bytes(value(), arg);
     } else if (arg == "--buffers") {
       const std::string v = value();
       if (v != "symmetric" && v != "user" && v != "registered") {
@@ -144,6 +156,9 @@ inline Options parse_options(int argc, char** argv) {
       o.batches = 3;
       o.batch_bytes = size_t{4} << 20;
       o.max_iters = 100;
+    } else if (arg == "--settle-from") {
+      const std::string v = value();
+      o.settle_from = v == "off" ? SIZE_MAX : parse_bytes(v, arg);
     } else if (arg == "--json") {
       o.json = value();
     } else if (arg == "--table") {

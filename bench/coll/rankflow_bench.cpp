@@ -9,8 +9,11 @@
 // is checked against MPI's result on the same inputs (#wrong must be 0).
 #include <mpi.h>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -116,6 +119,7 @@ class Driver {
     mpi_recv_.resize(per_buffer);
     copy_a_.resize(o_.max_bytes);
     copy_b_.resize(o_.max_bytes + kCopySkew);
+    if (o_.settle_from <= o_.max_bytes) settle_.resize(settle_bytes());
   }
 
   void run() {
@@ -362,13 +366,18 @@ class Driver {
     // Interleave batches so that drift of the shared machine hits both sides alike. From
     // kFreshFrom up, every call gets freshly written input (see touch), as in an application.
     const size_t input = input_bytes(coll, row.count);
-    auto fresh = [this, input] { touch(send_, input); };
+    const bool per_call = bytes >= kFreshFrom && coll != "barrier";
+    const bool settles = per_call && bytes >= o_.settle_from;
+    auto fresh_input = [this, input, settles](std::byte* at) {
+      if (settles) settle_caches();
+      touch(at, input);
+    };
+    auto fresh = [&fresh_input, this] { fresh_input(send_); };
     // In-place allgather's input is this rank's block of recv.
     std::byte* ip_input = coll == "allgather" ? recv_ + row.count * 4 * comm_.rank() : send_;
-    auto fresh_ip = [this, input, ip_input] { touch(ip_input, input); };
+    auto fresh_ip = [&fresh_input, ip_input] { fresh_input(ip_input); };
     std::byte* mpi_input = o_.symmetric ? mpi_send_.data() : send_;
-    auto fresh_mpi = [mpi_input, input] { touch(mpi_input, input); };
-    const bool per_call = bytes >= kFreshFrom && coll != "barrier";
+    auto fresh_mpi = [&fresh_input, mpi_input] { fresh_input(mpi_input); };
     if (o_.stage_copy == "ab") {
       measure_stage_copies(row, per_call ? std::max(2, iters / 2) : iters, per_call, oop, mpi,
                            fresh, fresh_mpi, sync, mpi_sync);
@@ -412,6 +421,12 @@ class Driver {
         "# from %zu B up every call gets freshly written input (one store per cache "
         "line, not timed), for rankflow and MPI alike\n",
         kFreshFrom);
+    if (o_.settle_from <= o_.max_bytes) {
+      std::printf(
+          "# from %zu B up every call starts from settled caches (an untimed read of %zu "
+          "MiB beforehand)\n",
+          o_.settle_from, settle_bytes() >> 20);
+    }
     if (!o_.symmetric) std::printf("# Open MPI is timed on the same plain buffers as rankflow\n");
     const std::string cpu = coll::describe(coll::this_cpu());
     std::printf("# machine profile of the algorithm tables: %.*s (this CPU: %s)\n",
@@ -469,12 +484,30 @@ class Driver {
     }
   }
 
+  // Twice the last-level cache (the L3 as sysconf reports it; 32 MiB where it reports none).
+  static size_t settle_bytes() {
+    const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    return 2 * (l3 > 0 ? static_cast<size_t>(l3) : size_t{32} << 20);
+  }
+  // Reads settle_ once, line by line: the caches then hold its clean lines and none of the
+  // buffers, and every dirty line an earlier call left has been written back, outside the
+  // timing. Without it a call's time beyond the cache depended on which library's call ran just
+  // before: Open MPI's 16 MiB all_to_all took 1553 or 2079 us (medians of 5 launches) beside two
+  // builds of rankflow that differed only in how they stored their own block (docs/performance.md,
+  // "Settled caches").
+  void settle_caches() const {
+    uint64_t sum = 0;
+    for (size_t i = 0; i < settle_.size(); i += 64)
+      sum += static_cast<uint64_t>(settle_[i]);
+    asm volatile("" ::"r"(sum));
+  }
+
   const Options& o_;
   Communicator& comm_;
   SymmetricBuffer arena_;
   RegisteredBuffer registration_;               // --buffers registered
   static constexpr size_t kCopySkew = 33 * 64;  // cache-line aligned, not 4 KiB-aliased
-  std::vector<std::byte> user_, mpi_send_, mpi_recv_, copy_a_, copy_b_;
+  std::vector<std::byte> user_, mpi_send_, mpi_recv_, copy_a_, copy_b_, settle_;
   std::byte* send_ = nullptr;
   std::byte* recv_ = nullptr;
   std::vector<Row> rows_;
