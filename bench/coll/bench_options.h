@@ -10,6 +10,10 @@
 
 namespace rankflow::bench {
 
+// From this size every timed call gets freshly written input (rankflow_bench.cpp: touch), and
+// caches can be settled before it (--settle-from).
+constexpr size_t kFreshFrom = 64 * 1024;
+
 struct Options {
   std::vector<std::string> collectives{"allreduce"};
   std::vector<std::string> algorithms{"auto"};
@@ -90,10 +94,10 @@ inline const char* kUsage =
     "              ... and Request::wait, beside Open MPI's MPI_Iallreduce ... and MPI_Wait)\n"
     "  --batches   timed batches per size; the median is reported (default 9)\n"
     "  --quick     fewer bytes per batch and at most 100 calls per batch\n"
-    "  --settle-from  from this size (default 16M) each timed call, rankflow's and Open MPI's,\n"
-    "              starts from caches that hold none of the bench's buffers (an untimed read of\n"
-    "              twice the last-level cache), so that neither library's call pays for, or\n"
-    "              profits from, what the other's last call left in the caches; off: never\n"
+    "  --settle-from  from this size (default 16M, at least 64K) each timed call, rankflow's and\n"
+    "              Open MPI's, starts from settled caches: an untimed read of twice the\n"
+    "              last-level cache on every rank, then its fresh input; so no call finds what\n"
+    "              the batch before it, of either library, left in the caches; off: never\n"
     "  --json, --table  also write every row as JSON / as a whitespace table for plotting\n";
 
 inline Options parse_options(int argc, char** argv) {
@@ -159,6 +163,11 @@ inline Options parse_options(int argc, char** argv) {
     } else if (arg == "--settle-from") {
       const std::string v = value();
       o.settle_from = v == "off" ? SIZE_MAX : parse_bytes(v, arg);
+      if (o.settle_from < kFreshFrom) {
+        throw InvalidArgument(arg + " " + v +
+                              ": settling starts at 64K or above (where each call gets fresh "
+                              "input), or off");
+      }
     } else if (arg == "--json") {
       o.json = value();
     } else if (arg == "--table") {

@@ -99,8 +99,6 @@ void touch(std::byte* data, size_t bytes) {
     p[i] = p[i];
 }
 
-constexpr size_t kFreshFrom = 64 * 1024;
-
 class Driver {
  public:
   Driver(const Options& options, Communicator& comm) : o_(options), comm_(comm) {
@@ -119,7 +117,7 @@ class Driver {
     mpi_recv_.resize(per_buffer);
     copy_a_.resize(o_.max_bytes);
     copy_b_.resize(o_.max_bytes + kCopySkew);
-    if (o_.settle_from <= o_.max_bytes) settle_.resize(settle_bytes());
+    if (o_.settle_from <= o_.max_bytes) settle_.assign(settle_bytes(), std::byte{1});
   }
 
   void run() {
@@ -364,7 +362,8 @@ class Driver {
     auto ip = rankflow_call(coll, algo, row.count, true);
     auto mpi = mpi_call(coll, row.count, true);
     // Interleave batches so that drift of the shared machine hits both sides alike. From
-    // kFreshFrom up, every call gets freshly written input (see touch), as in an application.
+    // kFreshFrom up, every call gets freshly written input (see touch), as in an application,
+    // from settle_from up after settled caches (settle_caches).
     const size_t input = input_bytes(coll, row.count);
     const bool per_call = bytes >= kFreshFrom && coll != "barrier";
     const bool settles = per_call && bytes >= o_.settle_from;
@@ -491,15 +490,18 @@ class Driver {
   }
   // Reads settle_ once, line by line: the caches then hold its clean lines and none of the
   // buffers, and every dirty line an earlier call left has been written back, outside the
-  // timing. Without it a call's time beyond the cache depended on which library's call ran just
-  // before: Open MPI's 16 MiB all_to_all took 1553 or 2079 us (medians of 5 launches) beside two
-  // builds of rankflow that differed only in how they stored their own block (docs/performance.md,
-  // "Settled caches").
+  // timing. Beyond the cache a call otherwise starts from whatever the batch before it left,
+  // of either library: Open MPI's 16 MiB all_to_all moved by up to a third between launches
+  // beside rankflow builds that differed only in how they stored their own block, one way in
+  // one log and the other way in another (docs/performance.md, "Settled caches").
+  // Every rank reads before any writes its input: the ranks share the L3, so one rank's read
+  // must not evict the other's fresh input.
   void settle_caches() const {
     uint64_t sum = 0;
     for (size_t i = 0; i < settle_.size(); i += 64)
       sum += static_cast<uint64_t>(settle_[i]);
     asm volatile("" ::"r"(sum));
+    MPI_Barrier(comm_.mpi_comm());
   }
 
   const Options& o_;
