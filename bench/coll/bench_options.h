@@ -34,9 +34,10 @@ struct Options {
   size_t batch_bytes = size_t{64} << 20;  // bytes moved per batch, which sets iterations
   size_t max_iters = 2000;
   // From this size every timed call starts from caches that hold none of the bench's buffers
-  // (Driver::settle_caches); SIZE_MAX (--settle-from off): never. 16 MiB: there two ranks' send
-  // and recv (64 MiB) are twice a 32 MiB L3, so no code keeps them in the cache between calls;
-  // below, a code that iterates on its arrays finds them warm, and so does the bench.
+  // (Driver::settle_caches); SIZE_MAX (--settle-from off): never. 16 MiB: there two ranks'
+  // buffers fill a 32 MiB L3 for every collective (broadcast 32 MiB, allgather and
+  // reduce_scatter 48, allreduce and all_to_all 64), so no code keeps them cached between calls;
+  // below they stay partly cached, as in a code that iterates on its arrays.
   size_t settle_from = size_t{16} << 20;
   std::string json;
   std::string table;
