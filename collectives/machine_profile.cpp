@@ -145,6 +145,32 @@ constexpr MachineChoice kAmdZen5[] = {
 // better (docs/data/ab-amd-zen5-2026-12-05-fetch-ahead/twophase-segments.log).
 constexpr TwophaseSegments kAmdZen5Twophase{SIZE_MAX, SIZE_MAX};
 
+// Intel Xeon, Emerald Rapids (family 6 model 207: 2 MiB L2 a core, a 260 MiB L3). Swept
+// 2026-12-06 on the 2-core cloud machine, two members, plain buffers: allreduce, allgather and
+// all_to_all from 1 MiB, three full sweeps, each algorithm's time relative to Open MPI's in the
+// same run, ranked by the median (collectives/sweep_choices.intel-emr.txt; the times in
+// docs/data/sweep-intel-emr-2026-12-06/). The tables' choices were the fastest at every size
+// (twophase, 0.48-0.72 of Open MPI's time; cross_memory, 0.51-1.01, with Open MPI's own transfer
+// within 10 % from 2 MiB blocks; staging through the window 1.0-1.3, reading the peer's blocks
+// no faster), so at those sizes the profile changes no choice, only how two of them copy (the
+// broadcast's choice below comes from a sweep of its own). Five launches of each,
+// alternated with the tables alone (docs/data/ab-intel-emr-2026-12-06/profile.log):
+// - plain twophase in 1 MiB segments at every size where they come out equal (as the Zen 5's;
+//   the tables send more than 4 MiB whole): 16 MiB x1.44 of Open MPI's busbw against x1.38,
+//   32-64 MiB x2.26-2.31 against x1.94-1.95, 4-8 MiB level;
+// - the exchanges' own block with non-temporal stores from a 16 MiB recv (the bench starts those
+//   calls from settled caches: docs/performance.md): allgather 16-64 MiB x1.12-1.25 against
+//   x1.05-1.11, all_to_all 32-64 MiB x1.10-1.12 against x1.02-1.06, 16 MiB level.
+constexpr MachineChoice kIntelEmr[] = {
+    // broadcast 16-32 KiB: pushed 0.56 / 0.82 of Open MPI's time (three --quick sweeps of
+    // broadcast alone, 4 B-64 KiB, docs/data/sweep-intel-emr-2026-12-06/broadcast.raw), the
+    // tables' Open MPI transfer 1.03 / 1.13 (it read x0.94-0.98 of Open MPI's busbw in the full
+    // sweeps of that morning, below Open MPI's own broadcast).
+    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 32 * KiB), "pushed"},
+};
+constexpr TwophaseSegments kIntelEmrTwophase{SIZE_MAX, SIZE_MAX};
+constexpr size_t kIntelEmrStreamOwnBlockFromRecv = 16 * MiB;
+
 constexpr MachineProfile kProfiles[] = {
     {.name = "amd-zen4",
      .measured_on = "AMD EPYC (family 25 model 17), 2 cores, 2026-12-04",
@@ -159,6 +185,12 @@ constexpr MachineProfile kProfiles[] = {
      .cpus = {"AuthenticAMD", 26, 0x00, 0x1f},
      .choices = kAmdZen5,
      .twophase = kAmdZen5Twophase},
+    {.name = "intel-emr",
+     .measured_on = "Intel Xeon (family 6 model 207), 2 cores, 2026-12-06",
+     .cpus = {"GenuineIntel", 6, 207, 207},
+     .choices = kIntelEmr,
+     .stream_own_block_from_recv = kIntelEmrStreamOwnBlockFromRecv,
+     .twophase = kIntelEmrTwophase},
 };
 
 template <typename Args>

@@ -32,7 +32,11 @@ TEST(MachineProfile, ChosenByVendorFamilyAndModel) {
   EXPECT_EQ(profile_for({"AuthenticAMD", 26, 2}), zen5);
   EXPECT_EQ(profile_for({"AuthenticAMD", 26, 0x1f}), zen5);
   EXPECT_EQ(profile_for({"AuthenticAMD", 26, 0x44}), nullptr);  // Zen 5 desktop: not measured
-  EXPECT_EQ(profile_for({"GenuineIntel", 6, 143}), nullptr);
+  const MachineProfile* emerald_rapids = find_profile("intel-emr", "test");
+  ASSERT_NE(emerald_rapids, nullptr);
+  EXPECT_EQ(profile_for({"GenuineIntel", 6, 207}), emerald_rapids);
+  EXPECT_EQ(profile_for({"GenuineIntel", 6, 143}), nullptr);  // Sapphire Rapids: not measured
+  EXPECT_EQ(profile_for({"GenuineIntel", 6, 208}), nullptr);
   EXPECT_EQ(profile_for({}), nullptr);
 #if defined(__x86_64__)
   const CpuId cpu = this_cpu();
