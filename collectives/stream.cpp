@@ -29,6 +29,7 @@ AckedStream::AckedStream(Team team, size_t region, StreamShape shape, const Sign
       ack_base_(ack.index() * static_cast<uint32_t>(size_)),
       writer_(team_, region, shape.region_bytes(size_)),
       sent_(static_cast<size_t>(size_), 0),
+      credit_(static_cast<size_t>(size_), shape.slots),
       received_(static_cast<size_t>(size_), 0) {
   if (!power_of_two(shape_.slots) || !power_of_two(shape_.ack_every) ||
       shape_.ack_every > shape_.slots || shape_.payload_bytes == 0) {
@@ -50,6 +51,12 @@ void AckedStream::too_big(size_t bytes) const {
   throw InvalidArgument(std::string(operation_) + ": " + std::to_string(bytes) +
                         " bytes do not fit a stream slot of " +
                         std::to_string(shape_.payload_bytes));
+}
+
+void AckedStream::refresh_credit(int peer, uint64_t message) {
+  const uint32_t ack = ack_slot(peer);
+  if (team_.signal_value(ack) + shape_.slots < message) await_credit(peer, message);
+  credit_[static_cast<size_t>(peer)] = team_.signal_value(ack) + shape_.slots;
 }
 
 void AckedStream::await_credit(int peer, uint64_t message) {

@@ -73,9 +73,12 @@ class AckedStream {
   void send(int peer, const void* payload, size_t bytes) {
     if (bytes > shape_.payload_bytes) [[unlikely]]
       too_big(bytes);
-    const uint64_t message = ++sent_[static_cast<size_t>(peer)];
-    if (message > shape_.slots && team_.signal_value(ack_slot(peer)) < message - shape_.slots)
-      await_credit(peer, message);
+    const size_t p = static_cast<size_t>(peer);
+    const uint64_t message = ++sent_[p];
+    // The peer's acknowledgements only grow: its counter is read again (a line the peer writes)
+    // only once the credit last seen there is used up.
+    if (message > credit_[p]) [[unlikely]]
+      refresh_credit(peer, message);
     // The private copy stays untouched until the slot is reused, by which time the peer has
     // acknowledged reading it (so the puts completed).
     writer_.write(peer, region_ + offset(rank_, message), message, payload, bytes,
@@ -107,6 +110,9 @@ class AckedStream {
   }
   // This member's signal slot counting acknowledgements from `sender`.
   uint32_t ack_slot(int sender) const { return ack_base_ + static_cast<uint32_t>(sender); }
+  // Reads `peer`'s acknowledgements into credit_, waiting (await_credit) until they cover
+  // `message`.
+  void refresh_credit(int peer, uint64_t message);
   // Waits until `peer` has acknowledged message `message - slots` (its slot is free again).
   void await_credit(int peer, uint64_t message);
   [[noreturn, gnu::cold]] void too_big(size_t bytes) const;
@@ -121,6 +127,7 @@ class AckedStream {
   SlotWriter writer_;
   std::byte* local_ = nullptr;      // this member's region
   std::vector<uint64_t> sent_;      // per peer: messages sent to it
+  std::vector<uint64_t> credit_;    // per peer: the last message its acknowledgements seen allow
   std::vector<uint64_t> received_;  // per peer: messages taken from it
   const char* operation_ = "collective";
 };
