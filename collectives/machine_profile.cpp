@@ -162,10 +162,12 @@ constexpr TwophaseSegments kAmdZen5Twophase{SIZE_MAX, SIZE_MAX};
 //   calls from settled caches: docs/performance.md): allgather 16-64 MiB x1.12-1.25 against
 //   x1.05-1.11, all_to_all 32-64 MiB x1.10-1.12 against x1.02-1.06, 16 MiB level.
 constexpr MachineChoice kIntelEmr[] = {
-    // broadcast 16-32 KiB: pushed 0.56 / 0.82 of Open MPI's time (three --quick sweeps of
-    // broadcast alone, 4 B-64 KiB, docs/data/sweep-intel-emr-2026-12-06/broadcast.raw), the
-    // tables' Open MPI transfer 1.03 / 1.13 (it read x0.94-0.98 of Open MPI's busbw in the full
-    // sweeps of that morning, below Open MPI's own broadcast).
+    // broadcast 16-32 KiB: pushed 0.64 / 0.91 of Open MPI's time, the tables' Open MPI transfer
+    // 1.01 / 1.02 (three full-batch sweeps of broadcast alone, 4-64 KiB,
+    // docs/data/sweep-intel-emr-2026-12-06/broadcast-full.raw; 0.56 / 0.82 against 1.03 / 1.13
+    // in three --quick sweeps). Open MPI's own broadcast there switches between two modes from
+    // launch to launch, and the push ties or loses to its fast one at 32 KiB (x0.91-0.94 in
+    // three of six full sweeps): docs/performance.md, "The final build on the Xeon".
     {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 32 * KiB), "pushed"},
 };
 constexpr TwophaseSegments kIntelEmrTwophase{SIZE_MAX, SIZE_MAX};
