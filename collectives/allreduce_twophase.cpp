@@ -118,11 +118,12 @@ void gather_parts(CollContext& c, const AllreduceArgs& a) {
 // against x1.46-1.55 whole; segments without the reuse x1.25-1.89; the same builds alternately,
 // eight launches each, docs/performance.md). 32-64 MiB in segments measured slower on the Intel
 // Xeon too (4 segments x1.42-1.45 against x1.81-1.92 whole; 256 KiB-2 MiB segments x1.2-7
-// slower). The Zen 5 profile splits larger messages into 1 MiB segments too (machine_profile.cpp),
-// but only where they come out all the same length: only then are the reduced parts handed to the
-// peers (PartHandOff::fits), and on the Zen 5 a split with a shorter last segment (so no hand-off)
-// ran no faster than whole (8 MiB x1.58 against x1.62, 16 MiB x1.63 against x1.86, three
-// alternated launches, docs/data/ab-amd-zen5-2026-12-05-fetch-ahead/twophase-odd-segments.log).
+// slower). The Zen 5 and intel-emr profiles split larger messages into 1 MiB segments too
+// (machine_profile.cpp), but only where they come out all the same length: only then are the
+// reduced parts handed to the peers (PartHandOff::fits), and on the Zen 5 a split with a shorter
+// last segment (so no hand-off) ran no faster than whole (8 MiB x1.58 against x1.62, 16 MiB x1.63
+// against x1.86, three alternated launches,
+// docs/data/ab-amd-zen5-2026-12-05-fetch-ahead/twophase-odd-segments.log).
 size_t twophase_segment_elements(size_t count, size_t elem_size, const TwophaseSegments& split) {
   if (count * elem_size > split.segmented_up_to) return count;
   const size_t max_segments = std::max<size_t>(1, split.max_segments);

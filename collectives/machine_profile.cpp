@@ -149,12 +149,13 @@ constexpr TwophaseSegments kAmdZen5Twophase{SIZE_MAX, SIZE_MAX};
 // 2026-12-06 on the 2-core cloud machine, two members, plain buffers: allreduce, allgather and
 // all_to_all from 1 MiB, three full sweeps, each algorithm's time relative to Open MPI's in the
 // same run, ranked by the median (collectives/sweep_choices.intel-emr.txt; the times in
-// docs/data/sweep-intel-emr-2026-12-06/). The tables' choices were the fastest at every size
-// (twophase, 0.48-0.72 of Open MPI's time; cross_memory, 0.51-1.01, with Open MPI's own transfer
-// within 10 % from 2 MiB blocks; staging through the window 1.0-1.3, reading the peer's blocks
-// no faster), so at those sizes the profile changes no choice, only how two of them copy (the
-// broadcast's choice below comes from a sweep of its own). Five launches of each,
-// alternated with the tables alone (docs/data/ab-intel-emr-2026-12-06/profile.log):
+// docs/data/sweep-intel-emr-2026-12-06/). The tables' choices were the fastest, or within 10 %
+// of it, at every size (twophase, 0.48-0.72 of Open MPI's time; cross_memory, 0.51-1.01, with
+// Open MPI's own transfer within 10 % from 2 MiB blocks; staging through the window 1.0-1.3,
+// reading the peer's blocks no faster), so at those sizes the profile changes no choice, only
+// how two of them copy (the broadcast's choice below comes from a sweep of its own). Five
+// launches of each, alternated with the tables alone (docs/data/ab-intel-emr-2026-12-06/
+// profile.log):
 // - plain twophase in 1 MiB segments at every size where they come out equal (as the Zen 5's;
 //   the tables send more than 4 MiB whole): 16 MiB x1.44 of Open MPI's busbw against x1.38,
 //   32-64 MiB x2.26-2.31 against x1.94-1.95, 4-8 MiB level;

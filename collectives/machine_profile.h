@@ -2,7 +2,7 @@
 // with the tables' measured ranges (tables.cpp, which hold the sweeps of other machines). Between
 // 8 and 32 KiB the crossovers of the pushed, cross-memory and Open MPI paths depend on how the
 // machine moves cache lines between cores: a pushed broadcast of 16 KiB, say, beats Open MPI's
-// transfer on an AMD EPYC and loses to it on an Intel Xeon (docs/performance.md).
+// transfer on an AMD EPYC and lost to it on the Intel Xeon of 2026-12-03 (docs/performance.md).
 //
 // A profile names the CPUs it was measured on (cpuid's vendor, family and models), and its
 // choices, as data; collectives/sweep_choices.<name>.txt holds its sweep, which

@@ -1,5 +1,5 @@
-// AckedStream (see stream.h): the shape's checks, and the wait for credit when a sender is a
-// full stream ahead.
+// AckedStream (see stream.h): the shape's checks, the sender's credit read again from a peer's
+// acknowledgements once used up, and the wait for it when a sender is a full stream ahead.
 #include "collectives/stream.h"
 
 #include <string>

@@ -231,8 +231,9 @@ TEST(MachineProfile, StagedExchangesAreMeasuredPerProfile) {
 }
 
 // The tables split a plain twophase allreduce into at most 4 segments of at least 1 MiB up to 4
-// MiB and run larger messages whole; the Zen 5 profile splits larger ones into 1 MiB segments
-// where they come out equal, and a communicator without a profile takes the tables' split.
+// MiB and run larger messages whole; the Zen 5 and Intel Xeon profiles split larger ones into
+// 1 MiB segments where they come out equal, and a communicator without a profile takes the
+// tables' split.
 TEST(MachineProfile, TwophaseSegmentsFollowTheAgreedProfile) {
   const size_t mib_f32 = (size_t{1} << 20) / 4;
   const TwophaseSegments tables = twophase_segments(nullptr);
@@ -251,6 +252,22 @@ TEST(MachineProfile, TwophaseSegmentsFollowTheAgreedProfile) {
   const MachineProfile* zen4 = find_profile("amd-zen4", "RANKFLOW_MACHINE");
   ASSERT_NE(zen4, nullptr);
   EXPECT_EQ(twophase_segment_elements(8 * mib_f32, 4, twophase_segments(zen4)), 8 * mib_f32);
+  // The Intel Xeon's profile splits as the Zen 5's.
+  const MachineProfile* emerald_rapids = find_profile("intel-emr", "RANKFLOW_MACHINE");
+  ASSERT_NE(emerald_rapids, nullptr);
+  const TwophaseSegments xeon = twophase_segments(emerald_rapids);
+  for (size_t count : {8 * mib_f32, 64 * mib_f32})
+    EXPECT_EQ(twophase_segment_elements(count, 4, xeon), mib_f32) << count;
+  EXPECT_EQ(twophase_segment_elements(9 * mib_f32 - 3000, 4, xeon), 9 * mib_f32 - 3000);
+}
+
+// Own blocks are streamed from a 16 MiB recv on the AMD Zen 4 and the Intel Xeon, never on the
+// Zen 5 (machine_profile.cpp).
+TEST(MachineProfile, OwnBlocksStreamFromTheMeasuredRecvSize) {
+  const size_t mib = size_t{1} << 20;
+  EXPECT_EQ(find_profile("amd-zen4", "test")->stream_own_block_from_recv, 16 * mib);
+  EXPECT_EQ(find_profile("intel-emr", "test")->stream_own_block_from_recv, 16 * mib);
+  EXPECT_EQ(find_profile("amd-zen5", "test")->stream_own_block_from_recv, SIZE_MAX);
 }
 
 }  // namespace
