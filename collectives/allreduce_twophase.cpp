@@ -7,14 +7,19 @@
 // of signals (inputs ready; parts delivered). Plain buffers are staged; each owner reduces its
 // part straight into the caller's recv and, where every segment is the same length, hands it
 // into every peer's recv with one kernel copy (part_hand_off.h); otherwise each member gathers
-// the parts from their owners' windows. Two rounds a segment and a closing one. Runs on the
-// thread that drives the collective.
+// the parts from their owners' windows. Two rounds a segment and a closing one. Where every
+// member offers (allreduce_twophase_read.h), nothing is staged: after the first round each owner
+// reads its part of the peers' inputs and writes the sum into their recv, then the closing round;
+// where only some offered, one more round lets them stage the first segment. Runs on the thread
+// that drives the collective.
 #include <algorithm>
 #include <cstring>
 #include <optional>
 
+#include "collectives/allreduce_twophase_read.h"
 #include "collectives/collective.h"
 #include "collectives/part_hand_off.h"
+#include "rankflow/error.h"
 
 namespace rankflow::coll {
 namespace {
@@ -103,6 +108,19 @@ void gather_parts(CollContext& c, const AllreduceArgs& a) {
   c.complete_fetches();
 }
 
+// The reading protocol, after the closing round: where a member (this one or a peer) could not
+// make its part, every member throws rather than return a recv with a part missing.
+void throw_if_part_missing(CollContext& c, const PartHandOff& peers) {
+  const int missing = peers.member_whose_part_is_missing();
+  if (missing < 0 && !peers.said_part_missing()) return;
+  throw TransportError(
+      "allreduce(twophase): rank " + std::to_string(c.rank()) + ": the part of member " +
+      std::to_string(missing < 0 ? c.rank() : missing) +
+      " is missing: the kernel refused a process_vm_readv or process_vm_writev between members "
+      "whose copies had gone through before (did a member exit?); "
+      "RANKFLOW_CROSS_MEMORY_DIRECTION=write stages the inputs instead");
+}
+
 }  // namespace
 
 // The tables' split (TwophaseSegments{}): segments of at least 1 MiB (half the 2 MiB L2 of a
@@ -171,7 +189,11 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const bool reuse_window = a.src_ptr != nullptr && a.dst_ptr != nullptr;
   const bool in_place = a.src == a.dst;
   std::optional<PartHandOff> hand_off;
-  if (PartHandOff::fits(c, a, segment)) hand_off.emplace(c, a, segment);
+  if (PartHandOff::fits(c, a, segment)) {
+    hand_off.emplace(c, a, segment, twophase_offers_reads(c, a));
+    if (hand_off->offers_reads()) prepare_reading(c, a);
+  }
+  bool read_parts = false;
   size_t index = 0;
   for (size_t first = 0; first < a.count; first += segment, ++index) {
     AllreduceArgs s = a;
@@ -181,15 +203,30 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     s.dst += region * es;
     if (s.src_ptr) s.src_ptr += first * es;
     if (s.dst_ptr) s.dst_ptr += first * es;
-    if (s.src_ptr) stage_for_peers(c, s);
+    // A member that offers to read stages nothing before it knows every member did.
+    const bool offering = index == 0 && hand_off && hand_off->offers_reads();
+    if (s.src_ptr && !offering) stage_for_peers(c, s);
     c.notify_all(kReady);
     for (int d = 1; d < n; ++d)
       co_await c.await(c.peer(-d), kReady);
+    if (index == 0 && hand_off) {
+      hand_off->learn_peers();
+      if (hand_off->everyone_reads()) {  // allreduce_twophase_read.h: the whole message, here
+        read_parts = true;
+        if (!reduce_part_by_reading(c, a, *hand_off)) hand_off->say_part_missing();
+        break;
+      }
+      if (hand_off->anyone_reads()) {  // a second round, once the offering members staged
+        if (offering) stage_for_peers(c, s);
+        c.notify_all(kReady);
+        for (int d = 1; d < n; ++d)
+          co_await c.await(c.peer(-d), kReady);
+      }
+    }
     // Reduce-scatter: only this member reads its own part of every input, so writing the
     // result into dst's part is safe even in place.
     const Segment mine = partition(s.count, n, c.rank());
     if (hand_off) {  // part_hand_off.h
-      if (index == 0) hand_off->learn_peers();
       reduce_part(c, s, mine, false, PartGoes::kToRecvOnly);
       hand_off->give(s, index);
       c.notify_all(kReady2);  // my part is in your recv (or your window); I have read your input
@@ -208,6 +245,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), kDone);
   if (hand_off) hand_off->finish();
+  if (read_parts) throw_if_part_missing(c, *hand_off);
 }
 
 }  // namespace rankflow::coll

@@ -16,10 +16,15 @@ namespace rankflow::coll {
 // `max_segments` a call (above the tables' 4 MiB only where the segments come out equal);
 // larger ones go whole. Every member must split alike: the machine
 // profile the members agreed on sets it (MachineProfile::twophase); the default is the tables'.
+//
+// From `reads_from` bytes, on two members, each member offers to read its part of the peer's
+// input with one kernel copy instead of having it staged (allreduce_twophase_read.h); the call
+// then goes whole. The default never offers.
 struct TwophaseSegments {
   static constexpr size_t kMinBytes = size_t{1} << 20;
   size_t segmented_up_to = size_t{4} << 20;
   size_t max_segments = 4;
+  size_t reads_from = SIZE_MAX;
 };
 // Elements per segment of a plain twophase allreduce of `count` elements of `elem_size` bytes
 // (`count` itself where the call goes whole).

@@ -171,7 +171,14 @@ constexpr MachineChoice kIntelEmr[] = {
     // three of six full sweeps): docs/performance.md, "The final build on the Xeon".
     {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 32 * KiB), "pushed"},
 };
-constexpr TwophaseSegments kIntelEmrTwophase{SIZE_MAX, SIZE_MAX};
+// From 2 MiB each member reads its part of the peer's input with one kernel copy instead of
+// having the peer stage it (allreduce_twophase_read.cpp). Four alternated launches at 64 KiB-16
+// MiB and three at 16-64 MiB, reading against staging (RANKFLOW_CROSS_MEMORY_DIRECTION=read /
+// write, docs/data/ab-intel-emr-2026-12-06-reads/twophase-reads.log): 2 MiB x1.75 of Open MPI's
+// busbw against x1.49, 4 MiB x1.69 against x1.35, 8 MiB x1.58 against x1.45, 16 MiB x1.60-1.80
+// against x1.54-1.58, 32-64 MiB x2.47-2.63 against x2.26-2.32; 512 KiB-1 MiB level, 128-256 KiB
+// slower (x1.73-1.77 against x1.85).
+constexpr TwophaseSegments kIntelEmrTwophase{SIZE_MAX, SIZE_MAX, 2 * MiB};
 constexpr size_t kIntelEmrStreamOwnBlockFromRecv = 16 * MiB;
 
 constexpr MachineProfile kProfiles[] = {

@@ -39,9 +39,14 @@ bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segm
          smallest_part * a.reducer->elem_size >= header_bytes(c.size());
 }
 
-PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment)
-    : c_(c), a_(a), segment_(segment), published_(c.local(header_at(c.rank()))) {
-  const Header mine{published_process(), reinterpret_cast<uint64_t>(a.dst_ptr)};
+PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment, bool offers_reads)
+    : c_(c),
+      a_(a),
+      segment_(segment),
+      offers_reads_(offers_reads),
+      published_(c.local(header_at(c.rank()))) {
+  const Header mine{published_process(), reinterpret_cast<uint64_t>(a.dst_ptr),
+                    reinterpret_cast<uint64_t>(a.src_ptr), offers_reads ? 1u : 0u};
   std::byte* header = c_.local(header_at(c_.rank()));
   std::memcpy(header, &mine, sizeof mine);
   // The writers' words, cleared before anyone may put into them (after the first kReady).
@@ -56,6 +61,43 @@ void PartHandOff::learn_peers() {
   peers_.resize(static_cast<size_t>(c_.size()));
   for (int d = 1; d < c_.size(); ++d)
     peers_[c_.peer(d)] = c_.read_record<Header>(c_.peer(d), header_at(c_.peer(d)));
+}
+
+bool PartHandOff::everyone_reads() const {
+  if (!offers_reads_) return false;
+  for (int d = 1; d < c_.size(); ++d)
+    if (peers_[c_.peer(d)].reads != 1) return false;
+  return true;
+}
+
+bool PartHandOff::anyone_reads() const {
+  if (offers_reads_) return true;
+  for (int d = 1; d < c_.size(); ++d)
+    if (peers_[c_.peer(d)].reads == 1) return true;
+  return false;
+}
+
+PartHandOff::PeerBuffers PartHandOff::buffers_of(int peer) const {
+  const Header& header = peers_[peer];
+  return {c_.is_process_of(peer, header.pid) ? header.pid : 0, header.send, header.recv};
+}
+
+void PartHandOff::say_part_missing() {
+  said_part_missing_ = true;
+  for (int d = 1; d < c_.size(); ++d) {
+    const int p = c_.peer(d);
+    c_.team().put(p, left_word_at(p, c_.rank()), &kPartMissing, sizeof kPartMissing);
+  }
+  c_.complete_fetches();
+}
+
+int PartHandOff::member_whose_part_is_missing() const {
+  for (int d = 1; d < c_.size(); ++d) {
+    uint64_t left = 0;
+    std::memcpy(&left, c_.local(left_word_at(c_.rank(), c_.peer(d))), sizeof left);
+    if (left == kPartMissing) return c_.peer(d);
+  }
+  return -1;
 }
 
 bool PartHandOff::write_into_recv(int peer, const std::byte* part, size_t bytes,

@@ -10,12 +10,13 @@
 // process that does not use the kernel's copies publishes no process, so its peers put to it.
 //
 // What a member tells its peers sits in its own part of the first segment's staging region,
-// which it never stages into (so every segment must be the same length): its process and its
-// recv, then one word per member, where that member puts the index + 1 of the last segment
-// whose part it left in this member's window. Written (words cleared) before the call's first
-// kReady, read by peers after it; the words are put before each kReady2 and read after it; the
-// call's closing kDone round keeps the header until every peer has read it. Runs on the thread
-// that drives the collective.
+// which it never stages into (so every segment must be the same length): its process, its recv
+// and send, whether it offers to read its part of its peers' inputs (the reading protocol,
+// allreduce_twophase_read.h), then one word per member, where that member puts the index + 1 of
+// the last segment whose part it left in this member's window (or kPartMissing). Written (words
+// cleared) before the call's first kReady, read by peers after it; the words are put before each
+// kReady2 and read after it; the call's closing kDone round keeps the header until every peer has
+// read it. Runs on the thread that drives the collective.
 #pragma once
 
 #include <cstddef>
@@ -39,11 +40,28 @@ class PartHandOff {
     return segment > 0 && count % segment == 0;
   }
 
-  // Publishes this member's header (before the call's first kReady).
-  PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment);
+  // Publishes this member's header (before the call's first kReady), with its offer to read.
+  PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment, bool offers_reads = false);
 
   // After the first segment's kReady: every peer's header.
   void learn_peers();
+  // After learn_peers: whether this member and every peer offered to read (the call then runs
+  // the reading protocol), and whether any member did.
+  bool everyone_reads() const;
+  bool anyone_reads() const;
+  bool offers_reads() const { return offers_reads_; }
+  // After learn_peers: where `peer`'s input and recv are, in process `pid` (0: not trusted).
+  struct PeerBuffers {
+    int64_t pid;
+    uint64_t send;
+    uint64_t recv;
+  };
+  PeerBuffers buffers_of(int peer) const;
+  // The reading protocol, when a member could not make its part: it says so in every peer's
+  // header (before kDone), and each peer asks after kDone which member's part is missing (-1).
+  void say_part_missing();
+  bool said_part_missing() const { return said_part_missing_; }
+  int member_whose_part_is_missing() const;
   // After this member reduced its part of segment `index` (`s`, that segment) into its recv:
   // hands it to every peer (before kReady2), with one kernel copy where it can, else a put.
   void give(const AllreduceArgs& s, size_t index);
@@ -55,9 +73,12 @@ class PartHandOff {
  private:
   struct Header {
     int64_t pid = 0;
-    uint64_t recv = 0;  // the caller's recv, in that process
+    uint64_t recv = 0;   // the caller's recv, in that process
+    uint64_t send = 0;   // the caller's input, in that process
+    uint64_t reads = 0;  // 1: offers to read its part of the peers' inputs
     // then one uint64_t per member (left_word_at)
   };
+  static constexpr uint64_t kPartMissing = ~uint64_t{0};
   static size_t header_bytes(int members) {
     return sizeof(Header) + sizeof(uint64_t) * static_cast<size_t>(members);
   }
@@ -71,6 +92,8 @@ class PartHandOff {
   CollContext& c_;
   AllreduceArgs a_;
   size_t segment_;
+  bool offers_reads_;
+  bool said_part_missing_ = false;
   std::vector<Header> peers_;
   PublishedProcess published_;  // withdrawn by finish(), or when a call ends early
 };

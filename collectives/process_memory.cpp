@@ -60,8 +60,11 @@ bool move_all(int64_t pid, size_t bytes, bool promised, Move&& move) {
 
 }  // namespace
 
-bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes) {
-  const bool written = move_all(pid, bytes, false, [&](pid_t to, size_t at, size_t left) {
+namespace {
+
+bool write_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes,
+                  bool promised) {
+  const bool written = move_all(pid, bytes, promised, [&](pid_t to, size_t at, size_t left) {
     iovec local{const_cast<std::byte*>(src + at), left};
     iovec remote{reinterpret_cast<void*>(address + at), left};
     return process_vm_writev(to, &local, 1, &remote, 1, 0);
@@ -71,6 +74,17 @@ bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, s
     remember_reached(pid);
   }
   return written;
+}
+
+}  // namespace
+
+bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes) {
+  return write_memory(pid, address, src, bytes, false);
+}
+
+bool write_promised_process_memory(int64_t pid, uint64_t address, const std::byte* src,
+                                   size_t bytes) {
+  return write_memory(pid, address, src, bytes, true);
 }
 
 bool read_process_memory(int64_t pid, uint64_t address, std::byte* dst, size_t bytes) {

@@ -16,6 +16,10 @@ namespace rankflow::coll {
 // the destination, when the kernel refuses (no permission, no such process, a bad range) or an
 // earlier write of this process was refused: the caller then delivers another way.
 bool write_process_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes);
+// The same for a write a peer was promised (the reading allreduce's sum, where no peer staged
+// another way to deliver it): an earlier refusal does not stop it, as for reads.
+bool write_promised_process_memory(int64_t pid, uint64_t address, const std::byte* src,
+                                   size_t bytes);
 
 // Reads `bytes` at `address` in process `pid` into `dst`; false as for write_process_memory,
 // except that an earlier refusal does not stop it: reads are made where a peer was promised

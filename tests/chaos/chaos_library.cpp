@@ -11,6 +11,11 @@
 //   peer-absent   one member never enters an allreduce: the others get Timeout naming rank,
 //                 operation and peer.
 //   hand-off-absent      the same after one 4 MiB plain allreduce together, at the second.
+//   reading-peer-absent  with RANKFLOW_CROSS_MEMORY_DIRECTION=read: two 4 MiB plain allreduces
+//                        together, the second read from the peers' inputs (counted on shared
+//                        memory), then member 0 offers to read in a third, stages nothing and
+//                        waits, and member 1 never comes: a Timeout naming rank, operation and
+//                        peer.
 //   register-absent      one member never calls register_buffer: the others get Timeout
 //                        naming the operation.
 //   registered-absent    both register their arrays, then one member never enters the
@@ -20,12 +25,15 @@
 //   mpirun -n 2 build/tests/chaos_library staging-oom
 #include <mpi.h>
 
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "address_space.h"
+#include "collectives/process_memory.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
 
@@ -125,6 +133,36 @@ bool hand_off_absent(rankflow::Communicator& comm) {
                                    {"rank 0", "peer 1", "allreduce"});
 }
 
+bool reading_peer_absent(rankflow::Communicator& comm) {
+  static std::vector<float> in(size_t{1} << 20, 1.0f), out(in.size());  // outlive the MPI_Abort
+  auto together = [&] {
+    comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32,
+                   rankflow::ReduceOp::kSum, "twophase");
+    return out.front() == 2.0f && out.back() == 2.0f;
+  };
+  // The first call's kernel writes let the second one read (a member offers only then).
+  const bool first = together();
+  const uint64_t before = rankflow::coll::process_memory_reads();
+  const bool second = together();
+  const uint64_t reads = rankflow::coll::process_memory_reads() - before;
+  const char* tls = std::getenv("UCX_TLS");
+  const bool mapped = tls == nullptr || !contains(tls, "tcp");  // over TCP nobody is mapped
+  if (!first || !second || (mapped && reads == 0)) {
+    std::printf("chaos: FAILED: [rank %d] the calls together gave %g, %s (%llu kernel reads)\n",
+                g_rank, out[0], first && second ? "right" : "wrong",
+                static_cast<unsigned long long>(reads));
+    return false;
+  }
+  if (comm.rank() == 1) return true;  // never enters the third allreduce
+  return expect<rankflow::Timeout>("a 4 MiB plain allreduce, reading, without member 1",
+                                   [&] {
+                                     comm.allreduce(in.data(), out.data(), in.size(),
+                                                    rankflow::DType::kF32, rankflow::ReduceOp::kSum,
+                                                    "twophase");
+                                   },
+                                   {"rank 0", "peer 1", "allreduce"});
+}
+
 bool register_absent(rankflow::Communicator& comm) {
   if (comm.rank() == 1) return true;  // never registers
   std::vector<float> data(1 << 16);
@@ -172,6 +210,8 @@ int main(int argc, char** argv) {
       ok = peer_absent(comm);
     else if (mode == "hand-off-absent")
       ok = hand_off_absent(comm);
+    else if (mode == "reading-peer-absent")
+      ok = reading_peer_absent(comm);
     else if (mode == "register-absent")
       ok = register_absent(comm);
     else if (mode == "registered-absent")
@@ -180,7 +220,7 @@ int main(int argc, char** argv) {
       std::printf("chaos: FAILED: unknown mode '%s'\n", mode.c_str());
     // After a member stayed away the members are out of step: nothing collective follows.
     if (mode == "split-absent" || mode == "peer-absent" || mode == "hand-off-absent" ||
-        mode == "register-absent" || mode == "registered-absent") {
+        mode == "reading-peer-absent" || mode == "register-absent" || mode == "registered-absent") {
       int all = ok ? 1 : 0;
       MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
       if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());

@@ -261,6 +261,15 @@ TEST(MachineProfile, TwophaseSegmentsFollowTheAgreedProfile) {
   EXPECT_EQ(twophase_segment_elements(9 * mib_f32 - 3000, 4, xeon), 9 * mib_f32 - 3000);
 }
 
+// Members read their parts of the peers' inputs (allreduce_twophase_read.cpp) from 2 MiB on the
+// Intel Xeon, where it was measured; no other profile, nor the tables, reads.
+TEST(MachineProfile, TwophaseReadsFromTheMeasuredSize) {
+  EXPECT_EQ(twophase_segments(find_profile("intel-emr", "test")).reads_from, size_t{2} << 20);
+  EXPECT_EQ(twophase_segments(find_profile("amd-zen5", "test")).reads_from, SIZE_MAX);
+  EXPECT_EQ(twophase_segments(find_profile("amd-zen4", "test")).reads_from, SIZE_MAX);
+  EXPECT_EQ(twophase_segments(nullptr).reads_from, SIZE_MAX);
+}
+
 // Own blocks are streamed from a 16 MiB recv on the AMD Zen 4 and the Intel Xeon, never on the
 // Zen 5 (machine_profile.cpp).
 TEST(MachineProfile, OwnBlocksStreamFromTheMeasuredRecvSize) {
