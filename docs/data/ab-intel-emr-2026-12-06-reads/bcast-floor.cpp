@@ -9,6 +9,9 @@
 //   cma    : rendezvous: the root says ready, the peer reads the root's buffer with one
 //            process_vm_readv and says done; the root returns on done (Open MPI's shape)
 //   ntpush : as push, the root's copy in non-temporal stores
+//   kk     : both say ready; the peer reads the first half with process_vm_readv while the root
+//            writes the second half with process_vm_writev; both say done (rankflow's
+//            cross-memory broadcast on two members)
 //   split  : the root pushes the first half while the peer reads the second half with
 //            process_vm_readv, then copies the pushed half out; the root returns on done
 // FRESH=1 makes the root rewrite its buffer (one store a line, untimed) before each call.
@@ -178,6 +181,21 @@ int main(int argc, char** argv) {
           }
           waitfor(sh->done.v, seq);
         }
+      } else if (v == "kk") {
+        // rankflow's cross-memory broadcast: both say ready; the peer reads the first half, the
+        // root writes the second half into the peer's buffer; both say done
+        const size_t half = B / 2;
+        sh->go[me].v.store(seq, std::memory_order_release);
+        waitfor(sh->go[1 - me].v, seq);
+        if (me == 0) {
+          iovec l{mine + half, B - half}, r{(char*)sh->recv + half, B - half};
+          process_vm_writev(sh->pid[1], &l, 1, &r, 1, 0);
+        } else {
+          iovec l{mine, half}, r{sh->send, half};
+          process_vm_readv(sh->pid[0], &l, 1, &r, 1, 0);
+        }
+        rdy[me].v.store(seq, std::memory_order_release);
+        waitfor(rdy[1 - me].v, seq);
       } else if (v == "split") {
         const size_t half = B / 2;
         if (me == 0) {
