@@ -3,6 +3,7 @@
 // state is atomic or under its mutex).
 #include "collectives/process_memory.h"
 
+#include <pthread.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -124,8 +125,25 @@ bool process_memory_usable() {
   return usable();
 }
 
+// getpid() is a system call (glibc keeps no copy), and the cross-memory protocols publish the
+// process in every call: perf on a 16 KiB plain broadcast's peer put 1.4 % of its samples in it.
+// Kept here, forgotten in a forked child.
+std::atomic<int64_t> g_this_process{0};
+
+void forget_this_process() {
+  g_this_process.store(0, std::memory_order_relaxed);
+}
+
 int64_t this_process() {
-  return static_cast<int64_t>(getpid());
+  int64_t pid = g_this_process.load(std::memory_order_relaxed);
+  if (pid != 0) [[likely]]
+    return pid;
+  static const bool forgets_in_children =
+      pthread_atfork(nullptr, nullptr, &forget_this_process) == 0;
+  (void)forgets_in_children;
+  pid = static_cast<int64_t>(getpid());
+  g_this_process.store(pid, std::memory_order_relaxed);
+  return pid;
 }
 
 int64_t published_process() {

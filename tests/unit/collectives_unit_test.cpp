@@ -11,8 +11,12 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include "collectives/cache_hints.h"
 #include "collectives/coll_context.h"
+#include "collectives/process_memory.h"
 #include "collectives/reduce.h"
 #include "collectives/registry.h"
 #include "collectives/stage_copy.h"
@@ -20,6 +24,20 @@
 
 namespace rankflow::coll {
 namespace {
+
+// this_process() keeps the process id it read, and a forked child reads its own: the id the
+// cross-memory protocols publish must name the process that publishes it.
+TEST(ProcessMemoryTest, ThisProcessIsThisProcessAlsoAfterFork) {
+  EXPECT_EQ(this_process(), static_cast<int64_t>(getpid()));
+  EXPECT_EQ(this_process(), static_cast<int64_t>(getpid()));  // the kept copy
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) _exit(this_process() == static_cast<int64_t>(getpid()) ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "the child published its parent's process id";
+}
 
 TEST(PartitionTest, CoversEveryElementOnceForAnyCount) {
   for (size_t count : {0, 1, 2, 3, 7, 64, 1000003}) {
