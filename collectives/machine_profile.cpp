@@ -163,13 +163,19 @@ constexpr TwophaseSegments kAmdZen5Twophase{SIZE_MAX, SIZE_MAX};
 //   calls from settled caches: docs/performance.md): allgather 16-64 MiB x1.12-1.25 against
 //   x1.05-1.11, all_to_all 32-64 MiB x1.10-1.12 against x1.02-1.06, 16 MiB level.
 constexpr MachineChoice kIntelEmr[] = {
-    // broadcast 16-32 KiB: pushed 0.64 / 0.91 of Open MPI's time, the tables' Open MPI transfer
-    // 1.01 / 1.02 (three full-batch sweeps of broadcast alone, 4-64 KiB,
-    // docs/data/sweep-intel-emr-2026-12-06/broadcast-full.raw; 0.56 / 0.82 against 1.03 / 1.13
-    // in three --quick sweeps). Open MPI's own broadcast there switches between two modes from
-    // launch to launch, and the push ties or loses to its fast one at 32 KiB (x0.91-0.94 in
-    // three of six full sweeps): docs/performance.md, "The final build on the Xeon".
-    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 32 * KiB), "pushed"},
+    // broadcast 16 KiB: pushed 0.64 of Open MPI's time, the tables' Open MPI transfer 1.01
+    // (three full-batch sweeps of broadcast alone, 4-64 KiB,
+    // docs/data/sweep-intel-emr-2026-12-06/broadcast-full.raw; 0.56 against 1.03 in three
+    // --quick sweeps); again 0.83 against 1.01 at 10:40 (below).
+    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 16 * KiB), "pushed"},
+    // broadcast 32 KiB: direct (the peer reads half of the root's buffer while the root writes
+    // the other half, broadcast_cross_memory.cpp) once each call stopped asking the kernel for
+    // its process id (process_memory.cpp): 0.84 of Open MPI's time against the push's 1.08 and
+    // the Open MPI transfer's 1.01 (three full-batch sweeps, 10:40,
+    // docs/data/ab-intel-emr-2026-12-06-reads/broadcast-full.raw); in alternated launches x1.22
+    // -1.29 of Open MPI's busbw against the push's x0.92-1.06 (broadcast-direct.log there). The
+    // push lost at 32 KiB because its 512 lines cross the cores twice.
+    {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(16 * KiB + 1, 32 * KiB), "direct"},
 };
 // From 2 MiB each member reads its part of the peer's input with one kernel copy instead of
 // having the peer stage it (allreduce_twophase_read.cpp). Four alternated launches at 64 KiB-16
