@@ -166,12 +166,12 @@ constexpr MachineChoice kIntelEmr[] = {
     // broadcast 16 KiB: pushed 0.64 of Open MPI's time, the tables' Open MPI transfer 1.01
     // (three full-batch sweeps of broadcast alone, 4-64 KiB,
     // docs/data/sweep-intel-emr-2026-12-06/broadcast-full.raw; 0.56 against 1.03 in three
-    // --quick sweeps); again 0.83 against 1.01 at 10:40 (below).
+    // --quick sweeps); again 0.83 against 1.01 at 10:32 (below).
     {Collective::kBroadcast, Buffers::kPlain, kTwoMembers(8 * KiB + 1, 16 * KiB), "pushed"},
     // broadcast 32 KiB: direct (the peer reads half of the root's buffer while the root writes
     // the other half, broadcast_cross_memory.cpp) once each call stopped asking the kernel for
     // its process id (process_memory.cpp): 0.84 of Open MPI's time against the push's 1.08 and
-    // the Open MPI transfer's 1.01 (three full-batch sweeps, 10:40,
+    // the Open MPI transfer's 1.01 (three full-batch sweeps, 10:32,
     // docs/data/ab-intel-emr-2026-12-06-reads/broadcast-full.raw); in alternated launches x1.22
     // -1.29 of Open MPI's busbw against the push's x0.92-1.06 (broadcast-direct.log there). The
     // push lost at 32 KiB because its 512 lines cross the cores twice.
