@@ -26,6 +26,29 @@ set(RANKFLOW_MPIEXEC ${MPIEXEC_EXECUTABLE} --oversubscribe)
 set(RANKFLOW_MPI_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
     OMPI_MCA_rmaps_base_oversubscribe=1)
 
+# Open MPI 4 lets each mpirun create the session directory /tmp/ompi.<host>.<uid> and remove it
+# when empty at exit; two mpiruns starting together race on that mkdir and one fails in
+# orte_init ("A call to mkdir was unable to create the desired directory ... File exists",
+# open-mpi/ompi#8510). ctest runs the "waits" tests four at a time, so each test gets its own
+# session root under the build directory. Called once per directory, deferred to its end so it
+# sees every test there and comes after every set_tests_properties(ENVIRONMENT) that would
+# replace the variable.
+function(rankflow_isolate_mpi_sessions)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(test IN LISTS tests)
+    set_property(TEST ${test} APPEND PROPERTY ENVIRONMENT
+                 OMPI_MCA_orte_tmpdir_base=${CMAKE_BINARY_DIR}/mpi-sessions/${test})
+  endforeach()
+endfunction()
+
+# Schedules rankflow_isolate_mpi_sessions() for the end of the calling directory, once.
+function(rankflow_defer_mpi_session_isolation)
+  cmake_language(DEFER GET_CALL_IDS scheduled)
+  if(NOT "rankflow_isolate_mpi_sessions" IN_LIST scheduled)
+    cmake_language(DEFER ID rankflow_isolate_mpi_sessions CALL rankflow_isolate_mpi_sessions)
+  endif()
+endfunction()
+
 # rankflow_mpi_run(<name> RANKS <n> TARGET <target> [ARGS ...] [PASS <regex>] [TIMEOUT <s>]
 #                  [ENV ...] [TCP_ENV ...] [MPIRUN_ARGS ...])
 # Registers <name>.shm and <name>.tcp: `mpirun -n <n> <target> <args>` under UCX's default
@@ -35,6 +58,7 @@ function(rankflow_mpi_run name)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 120)
   endif()
+  rankflow_defer_mpi_session_isolation()
   foreach(tls shm tcp)
     set(env ${RANKFLOW_MPI_ENV} RANKFLOW_TIMEOUT_S=60 ${ARG_ENV})
     if(tls STREQUAL "tcp")
