@@ -3,7 +3,9 @@
 // No staging: each block one member gets from another (all of send for allgather, block p for
 // member p in all_to_all) moves straight from the sender's send into the
 // receiver's recv with one kernel copy (process_memory.h), made by the sender (a write) or by the
-// receiver (a read), and each member copies its own block. Two rounds: "ready" (my header is
+// receiver (a read), and each member copies its own block (an allgather member that writes a
+// large block copies its own chunk by chunk beside its first write: write_block_keeping_own).
+// Two rounds: "ready" (my header is
 // written), then "done" (I am done with your memory: my blocks are in your recv, or in your
 // window, and I have read yours where I read).
 //
@@ -80,19 +82,32 @@ bool reads_this_call(CollContext& c, size_t block, bool in_place_all_to_all) {
   return true;
 }
 
-// Delivers my block for `peer` (its header `theirs`) into its recv, or into its window at my
-// block of `region` with my word in its header (at its block of `region`) saying so.
-void write_block(CollContext& c, size_t region, int peer, const Header& theirs, size_t block,
-                 const std::byte* mine) {
+// Leaves my block for `peer` in its window at my block of `region`, with my word in its header
+// (at its block of `region`) saying so: the peer copies it out once every writer said "done".
+void leave_block_in_window(CollContext& c, size_t region, int peer, const Header& theirs,
+                           size_t block, const std::byte* mine) {
   const size_t at = static_cast<size_t>(c.rank()) * block;
-  const bool written = theirs.in_place_all_to_all == 0 && c.is_process_of(peer, theirs.pid) &&
-                       write_process_memory(theirs.pid, theirs.recv + at, mine, block);
-  if (written) return;
   const size_t header = region + static_cast<size_t>(peer) * block;
   c.team().put(peer, region + at, mine, block);
   c.team().put(peer, header + sizeof(Header) + sizeof(uint64_t) * static_cast<size_t>(c.rank()),
                &theirs.sequence, sizeof theirs.sequence);
   c.complete_fetches();
+}
+
+// Whether my kernel copies may write into `peer`'s recv (its header `theirs`).
+bool writes_into_recv(CollContext& c, int peer, const Header& theirs) {
+  return theirs.in_place_all_to_all == 0 && c.is_process_of(peer, theirs.pid);
+}
+
+// Delivers my block for `peer` (its header `theirs`) into its recv, or into its window where the
+// kernel will not write it there.
+void write_block(CollContext& c, int peer, const Header& theirs, size_t region, size_t block,
+                 const std::byte* mine) {
+  const size_t at = static_cast<size_t>(c.rank()) * block;
+  if (writes_into_recv(c, peer, theirs) &&
+      write_process_memory(theirs.pid, theirs.recv + at, mine, block))
+    return;
+  leave_block_in_window(c, region, peer, theirs, block, mine);
 }
 
 // Reads `peer`'s block for me (its header `theirs`) into `into`; false where the kernel refused
@@ -106,19 +121,54 @@ bool read_block(CollContext& c, int peer, const Header& theirs, size_t block, bo
 
 std::atomic<uint64_t> g_own_blocks_streamed{0};
 
-// Copies this member's own block from its input into recv, with non-temporal stores where the
-// profile says recv has outgrown the cache (MachineProfile::stream_own_block_from_recv).
-void copy_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
-  if (own == input) return;
+// Whether this member's own copy from `input` into `own` streams (non-temporal stores): where
+// the profile says recv has outgrown the cache (MachineProfile::stream_own_block_from_recv) and
+// the two do not overlap.
+bool streams_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
   const auto own_at = reinterpret_cast<uintptr_t>(own);
   const auto input_at = reinterpret_cast<uintptr_t>(input);
   const bool apart = own_at + block <= input_at || input_at + block <= own_at;
-  if (apart && static_cast<size_t>(members) * block >= local_stream_own_block_from_recv()) {
+  return apart && static_cast<size_t>(members) * block >= local_stream_own_block_from_recv();
+}
+
+// Copies this member's own block from its input into recv.
+void copy_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
+  if (own == input) return;
+  if (streams_own_block(own, input, block, members)) {
     stream_copy(own, input, block);
     g_own_blocks_streamed.fetch_add(1, std::memory_order_relaxed);
   } else {
     std::memmove(own, input, block);
   }
+}
+
+// Allgather sends every peer the block it keeps. Where the kernel writes it into `peer`'s recv
+// and the block spans more than one chunk, it goes kKeptBlockChunk at a time, each chunk copied
+// into this member's own block (`own`) straight after, while it is still in this core's cache:
+// the input is read from memory once instead of twice (docs/performance.md, "Writing the kept
+// block chunk by chunk"). False where it did not apply (nothing was copied).
+bool write_block_keeping_own(CollContext& c, int peer, const Header& theirs, size_t region,
+                             size_t block, const std::byte* mine, std::byte* own) {
+  if (block <= kKeptBlockChunk || own == mine || !writes_into_recv(c, peer, theirs)) return false;
+  const auto own_at = reinterpret_cast<uintptr_t>(own);
+  const auto mine_at = reinterpret_cast<uintptr_t>(mine);
+  if (own_at < mine_at + block && mine_at < own_at + block) return false;  // they overlap
+  const bool streams = streams_own_block(own, mine, block, c.size());
+  const uint64_t to = theirs.recv + static_cast<size_t>(c.rank()) * block;
+  bool written = true;
+  for (size_t first = 0; first < block; first += kKeptBlockChunk) {
+    const size_t length = std::min(kKeptBlockChunk, block - first);
+    written = written && write_process_memory(theirs.pid, to + first, mine + first, length);
+    if (streams) {
+      stream_copy(own + first, mine + first, length);
+    } else {
+      std::memcpy(own + first, mine + first, length);
+    }
+  }
+  if (streams) g_own_blocks_streamed.fetch_add(1, std::memory_order_relaxed);
+  // A refusal part of the way: the whole block goes through the window instead.
+  if (!written) leave_block_in_window(c, region, peer, theirs, block, mine);
+  return true;
 }
 
 }  // namespace
@@ -145,6 +195,8 @@ CollTask cross_memory_exchange(CollContext& c, size_t region, size_t block, cons
   std::memset(c.local(header_at(me) + sizeof(Header)), 0, header_bytes(c.size()) - sizeof(Header));
   PublishedProcess published(c.local(header_at(me)));
   c.notify_all(kReady);
+  std::byte* own = out + static_cast<size_t>(me) * block;
+  bool own_copied = false;
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
     co_await c.await(p, kReady);
@@ -152,12 +204,15 @@ CollTask cross_memory_exchange(CollContext& c, size_t region, size_t block, cons
     if (mine.reads != 0 && theirs.reads != 0) {  // the pair reads (both offered): each its own
       if (!read_block(c, p, theirs, block, per_peer, out + static_cast<size_t>(p) * block))
         unread = p;  // the protocol goes on, so that no peer is left using this member's memory
+    } else if (!per_peer && !own_copied &&
+               write_block_keeping_own(c, p, theirs, region, block, send, own)) {
+      own_copied = true;  // allgather: the first peer written took the own block's copy along
     } else {
-      write_block(c, region, p, theirs, block, block_for(p));
+      write_block(c, p, theirs, region, block, block_for(p));
     }
     c.notify(p, kDone);
   }
-  copy_own_block(out + static_cast<size_t>(me) * block, block_for(me), block, c.size());
+  if (!own_copied) copy_own_block(own, block_for(me), block, c.size());
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), kDone);
   for (int d = 1; d < c.size(); ++d) {
@@ -178,6 +233,10 @@ CollTask cross_memory_exchange(CollContext& c, size_t region, size_t block, cons
                          "before; did the member exit?); RANKFLOW_CROSS_MEMORY_DIRECTION=write "
                          "has every block written instead");
   }
+}
+
+size_t kernel_writes_of_block(size_t block, bool allgather) {
+  return allgather && block > kKeptBlockChunk ? (block + kKeptBlockChunk - 1) / kKeptBlockChunk : 1;
 }
 
 uint64_t own_blocks_streamed() {

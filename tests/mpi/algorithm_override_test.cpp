@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "api/communicator_internal.h"
+#include "collectives/exchange_cross_memory.h"
 #include "collectives/link_probe.h"
 #include "collectives/machine_profile.h"
 #include "collectives/process_memory.h"
@@ -303,11 +304,54 @@ TEST(CrossMemory, AllgatherCopiesEachBlockOnceBetweenTheProcesses) {
   }
 }
 
+// An allgather member that writes a block larger than coll::kKeptBlockChunk into a peer's recv
+// writes it a chunk at a time and copies each chunk into its own block straight after
+// (exchange_cross_memory.cpp): one kernel write a chunk for the first peer it writes, one a
+// block for the others, no write where the pair reads. A block of two chunks and 12 bytes, recv
+// one int32 off the 16-byte alignment, every element checked, and the element before recv
+// untouched; in place (the own block is already there) one write a block. The second call is
+// counted (the first reaches the peers' processes).
+TEST(CrossMemory, AllgatherWritesItsKeptBlockChunkByChunk) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  Communicator cross = forced("RANKFLOW_ALLGATHER", "cross_memory");
+  const size_t p = static_cast<size_t>(comm.size());
+  const size_t me = static_cast<size_t>(comm.rank());
+  const size_t count = (2 * coll::kKeptBlockChunk + 12) / 4;
+  const size_t chunks = coll::kernel_writes_of_block(count * 4, true);
+  EXPECT_EQ(chunks, 3u);
+  const KernelCopies copies = expected_kernel_copies(comm, true, false);
+  for (const bool in_place : {false, true}) {
+    SCOPED_TRACE(in_place ? "in place" : "out of place");
+    const uint64_t expected_writes =
+        copies.writes == 0 || in_place ? copies.writes : chunks + copies.writes - 1;
+    std::vector<int32_t> a(count), b(count * p + 1);
+    for (size_t i = 0; i < count; ++i)
+      a[i] = value(comm.rank(), i);
+    int32_t* recv = b.data() + 1;
+    for (int call = 0; call < 2; ++call) {
+      std::fill(b.begin(), b.end(), -1);
+      if (in_place) std::copy(a.begin(), a.end(), recv + me * count);
+      const uint64_t reads = coll::process_memory_reads();
+      const uint64_t writes = coll::process_memory_writes();
+      cross.allgather(in_place ? recv + me * count : a.data(), recv, count, DType::kI32);
+      if (call == 1) {
+        EXPECT_EQ(coll::process_memory_reads() - reads, copies.reads) << "rank " << me;
+        EXPECT_EQ(coll::process_memory_writes() - writes, expected_writes) << "rank " << me;
+      }
+      ASSERT_EQ(b[0], -1) << "wrote before recv";
+      for (size_t r = 0; r < p; ++r) {
+        for (size_t i = 0; i < count; ++i)
+          ASSERT_EQ(recv[r * count + i], value(static_cast<int>(r), i)) << r << " " << i;
+      }
+    }
+  }
+}
+
 // RANKFLOW_CROSS_MEMORY_DIRECTION=auto where the profile reads (collectives.np2 runs it with
 // RANKFLOW_MACHINE=amd-zen4): 4 MiB blocks, 70 calls, so the probe runs at the first call and
 // again at the 65th, and the machine may change its mode in between. Whatever each member
 // measures, the two members of the pair must move each call's blocks the same way: both read
-// one block each, or both write one each.
+// one block each, or both write one each (the kept block, a chunk at a time).
 TEST(CrossMemory, AutoDirectionKeepsBothMembersOfThePairAlike) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   const size_t block = coll::local_cross_memory_reads().min_block;
@@ -327,7 +371,10 @@ TEST(CrossMemory, AutoDirectionKeepsBothMembersOfThePairAlike) {
                               coll::process_memory_writes() - writes};
     uint64_t both[4];
     MPI_Allgather(mine, 2, MPI_UINT64_T, both, 2, MPI_UINT64_T, MPI_COMM_WORLD);
-    ASSERT_EQ(mine[0] + mine[1], 1u) << "call " << call << ": one kernel copy a member";
+    // One read a member, or the kept block written a chunk at a time by each.
+    const uint64_t written = coll::kernel_writes_of_block(block, true);
+    ASSERT_TRUE((mine[0] == 1 && mine[1] == 0) || (mine[0] == 0 && mine[1] == written))
+        << "call " << call << ": " << mine[0] << " reads, " << mine[1] << " writes";
     ASSERT_EQ(both[0], both[2]) << "call " << call << ": one member read, the other wrote";
     for (int r = 0; r < 2; ++r) {
       for (size_t i = 0; i < count; i += 997)
@@ -424,18 +471,29 @@ TEST(CrossMemory, MemberZeroDecidesWhetherEveryMemberStages) {
                    (forced_cross ? " (cross_memory forced)" : "") + ", call " +
                    std::to_string(call) + (zero_fast ? ", member 0 fast" : ", member 0 slow"));
       std::fill(b.begin(), b.end(), -1);
-      const uint64_t before = coll::process_memory_reads() + coll::process_memory_writes();
+      const uint64_t reads = coll::process_memory_reads();
+      const uint64_t writes = coll::process_memory_writes();
       if (all_to_all) {
         comm.all_to_all(a.data(), b.data(), count, DType::kI32);
       } else {
         (forced_cross ? cross : comm).allgather(a.data(), b.data(), count, DType::kI32);
       }
-      const uint64_t mine = coll::process_memory_reads() + coll::process_memory_writes() - before;
-      uint64_t both[2];
-      MPI_Allgather(&mine, 1, MPI_UINT64_T, both, 1, MPI_UINT64_T, MPI_COMM_WORLD);
-      const uint64_t expected = zero_fast && !forced_cross ? 0u : 1u;
-      EXPECT_EQ(both[0], expected);
-      EXPECT_EQ(both[1], expected);
+      const uint64_t mine[2] = {coll::process_memory_reads() - reads,
+                                coll::process_memory_writes() - writes};
+      uint64_t both[4];
+      MPI_Allgather(mine, 2, MPI_UINT64_T, both, 2, MPI_UINT64_T, MPI_COMM_WORLD);
+      // Staged: no kernel copy. Otherwise one read a member, or the block written by each (the
+      // allgather's kept block a chunk at a time).
+      const uint64_t written = coll::kernel_writes_of_block(block, !all_to_all);
+      for (int m = 0; m < 2; ++m) {
+        const uint64_t r = both[2 * m], w = both[2 * m + 1];
+        if (zero_fast && !forced_cross) {
+          EXPECT_EQ(r + w, 0u) << "member " << m;
+        } else {
+          EXPECT_TRUE((r == 1 && w == 0) || (r == 0 && w == written))
+              << "member " << m << ": " << r << " reads, " << w << " writes";
+        }
+      }
       for (size_t r = 0; r < 2; ++r) {
         const size_t first = all_to_all ? static_cast<size_t>(comm.rank()) * count : 0;
         for (size_t i = 0; i < count; ++i)
