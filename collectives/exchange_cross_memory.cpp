@@ -1,13 +1,13 @@
 // The cross-memory exchange of allgather and all_to_all (the tables' `cross_memory` runs it
 // where exchange_choice.cpp does not stage the blocks): the caller's plain buffers on one host.
 // No staging: each block one member gets from another (all of send for allgather, block p for
-// member p in all_to_all) moves straight from the sender's send into the
-// receiver's recv with one kernel copy (process_memory.h), made by the sender (a write) or by the
-// receiver (a read), and each member copies its own block (an allgather member that writes a
-// large block copies its own chunk by chunk beside its first write: write_block_keeping_own).
-// Two rounds: "ready" (my header is
-// written), then "done" (I am done with your memory: my blocks are in your recv, or in your
-// window, and I have read yours where I read).
+// member p in all_to_all) moves straight from the sender's send into the receiver's recv by the
+// kernel (process_memory.h), made by the sender (writes) or by the receiver (a read), and each
+// member copies its own block. An allgather member that writes a block over kKeptBlockChunk
+// writes it a chunk at a time and copies each chunk into its own block straight after, from its
+// cache (write_block_keeping_own); every other block is one kernel copy. Two rounds: "ready" (my
+// header is written), then "done" (I am done with your memory: my blocks are in your recv, or in
+// your window, and I have read yours where I read).
 //
 // Which side copies is each pair's choice, which needs no agreement beyond the headers: each
 // member offers in its header, before "ready", to read (`reads`), and a pair in which both
@@ -29,6 +29,7 @@
 // peer's sequence number into the peer's word for it; the peer copies those blocks out once every
 // writer said "done". A member returns only after every peer's "done", so nobody reads or writes
 // its memory or its window afterwards. Runs on the thread that drives the collective.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -96,7 +97,8 @@ void leave_block_in_window(CollContext& c, size_t region, int peer, const Header
 
 // Whether my kernel copies may write into `peer`'s recv (its header `theirs`).
 bool writes_into_recv(CollContext& c, int peer, const Header& theirs) {
-  return theirs.in_place_all_to_all == 0 && c.is_process_of(peer, theirs.pid);
+  return theirs.in_place_all_to_all == 0 && process_memory_usable() &&
+         c.is_process_of(peer, theirs.pid);
 }
 
 // Delivers my block for `peer` (its header `theirs`) into its recv, or into its window where the
@@ -121,52 +123,66 @@ bool read_block(CollContext& c, int peer, const Header& theirs, size_t block, bo
 
 std::atomic<uint64_t> g_own_blocks_streamed{0};
 
+bool apart(const std::byte* a, const std::byte* b, size_t bytes) {
+  const auto a_at = reinterpret_cast<uintptr_t>(a);
+  const auto b_at = reinterpret_cast<uintptr_t>(b);
+  return a_at + bytes <= b_at || b_at + bytes <= a_at;
+}
+
 // Whether this member's own copy from `input` into `own` streams (non-temporal stores): where
 // the profile says recv has outgrown the cache (MachineProfile::stream_own_block_from_recv) and
 // the two do not overlap.
 bool streams_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
-  const auto own_at = reinterpret_cast<uintptr_t>(own);
-  const auto input_at = reinterpret_cast<uintptr_t>(input);
-  const bool apart = own_at + block <= input_at || input_at + block <= own_at;
-  return apart && static_cast<size_t>(members) * block >= local_stream_own_block_from_recv();
+  return apart(own, input, block) &&
+         static_cast<size_t>(members) * block >= local_stream_own_block_from_recv();
+}
+
+// `bytes` of the own block (apart from its input), streamed or not.
+void copy_own_part(std::byte* own, const std::byte* input, size_t bytes, bool streams) {
+  if (streams) {
+    stream_copy(own, input, bytes);
+  } else {
+    std::memcpy(own, input, bytes);
+  }
 }
 
 // Copies this member's own block from its input into recv.
 void copy_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
   if (own == input) return;
   if (streams_own_block(own, input, block, members)) {
-    stream_copy(own, input, block);
+    copy_own_part(own, input, block, true);
     g_own_blocks_streamed.fetch_add(1, std::memory_order_relaxed);
   } else {
     std::memmove(own, input, block);
   }
 }
 
-// Allgather sends every peer the block it keeps. Where the kernel writes it into `peer`'s recv
-// and the block spans more than one chunk, it goes kKeptBlockChunk at a time, each chunk copied
-// into this member's own block (`own`) straight after, while it is still in this core's cache:
-// the input is read from memory once instead of twice (docs/performance.md, "Writing the kept
-// block chunk by chunk"). False where it did not apply (nothing was copied).
+// Whether the allgather's block for `peer` goes a chunk at a time with the own copy beside it
+// (write_block_keeping_own): more than one chunk, out of place, and the kernel may write there.
+bool keeps_own_beside_write(CollContext& c, int peer, const Header& theirs, size_t block,
+                            const std::byte* mine, const std::byte* own) {
+  return kernel_writes_of_block(block, true) > 1 && apart(own, mine, block) &&
+         writes_into_recv(c, peer, theirs);
+}
+
+// Allgather sends every peer the block it keeps. Where keeps_own_beside_write, it goes
+// kKeptBlockChunk at a time, each chunk copied into this member's own block (`own`) straight
+// after, while it is still in this core's cache: the input is read from memory once instead of
+// twice (docs/performance.md, "Writing the allgather's kept block chunk by chunk"). False where
+// it did not apply (nothing was copied). A refused write, at any chunk, sends the whole block
+// through the peer's window instead, as write_block does.
 bool write_block_keeping_own(CollContext& c, int peer, const Header& theirs, size_t region,
                              size_t block, const std::byte* mine, std::byte* own) {
-  if (block <= kKeptBlockChunk || own == mine || !writes_into_recv(c, peer, theirs)) return false;
-  const auto own_at = reinterpret_cast<uintptr_t>(own);
-  const auto mine_at = reinterpret_cast<uintptr_t>(mine);
-  if (own_at < mine_at + block && mine_at < own_at + block) return false;  // they overlap
+  if (!keeps_own_beside_write(c, peer, theirs, block, mine, own)) return false;
   const bool streams = streams_own_block(own, mine, block, c.size());
   const uint64_t to = theirs.recv + static_cast<size_t>(c.rank()) * block;
   bool written = true;
   for (size_t first = 0; first < block; first += kKeptBlockChunk) {
     const size_t length = std::min(kKeptBlockChunk, block - first);
     written = written && write_process_memory(theirs.pid, to + first, mine + first, length);
-    if (streams) {
-      stream_copy(own + first, mine + first, length);
-    } else {
-      std::memcpy(own + first, mine + first, length);
-    }
+    copy_own_part(own + first, mine + first, length, streams);
   }
   if (streams) g_own_blocks_streamed.fetch_add(1, std::memory_order_relaxed);
-  // A refusal part of the way: the whole block goes through the window instead.
   if (!written) leave_block_in_window(c, region, peer, theirs, block, mine);
   return true;
 }

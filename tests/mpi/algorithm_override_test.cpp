@@ -433,7 +433,7 @@ TEST(CrossMemory, LargeOwnBlockIsStreamedExactly) {
 // RANKFLOW_MACHINE=amd-zen4), member 0's probe decides for both members: with member 0's round
 // trip forced fast and member 1's slow every call of 512 KiB blocks (the profile's `probed`)
 // stages (no kernel copy on either member), with the two swapped every call copies between the
-// processes (one kernel copy each). A member that followed its own probe would run the other
+// processes (one read each, or the block written by each: the allgather's in two chunks). A member that followed its own probe would run the other
 // protocol than its peer: the call would hang (the test's timeout) or the counts would differ.
 // `cross_memory` forced never stages, whatever the probe says.
 TEST(CrossMemory, MemberZeroDecidesWhetherEveryMemberStages) {
