@@ -21,6 +21,9 @@ namespace {
 std::atomic<bool> g_refused{false};
 std::atomic<uint64_t> g_writes{0};
 std::atomic<uint64_t> g_reads{0};
+// Writes left before the next is refused as the kernel would refuse it (tests only: UINT64_MAX,
+// never).
+std::atomic<uint64_t> g_writes_before_refusal{UINT64_MAX};
 
 // The processes a copy has reached (true) or was refused by in writes_reach (false): a few
 // peers each, read per call by the protocols that offer to read.
@@ -63,8 +66,21 @@ bool move_all(int64_t pid, size_t bytes, bool promised, Move&& move) {
 
 namespace {
 
+// Whether refuse_writes_after_for_tests says this write is the one to refuse.
+bool refused_for_tests() {
+  uint64_t left = g_writes_before_refusal.load(std::memory_order_relaxed);
+  if (left == UINT64_MAX) return false;
+  if (left == 0) {
+    g_refused.store(true, std::memory_order_relaxed);
+    return true;
+  }
+  g_writes_before_refusal.store(left - 1, std::memory_order_relaxed);
+  return false;
+}
+
 bool write_memory(int64_t pid, uint64_t address, const std::byte* src, size_t bytes,
                   bool promised) {
+  if (refused_for_tests()) return false;
   const bool written = move_all(pid, bytes, promised, [&](pid_t to, size_t at, size_t left) {
     iovec local{const_cast<std::byte*>(src + at), left};
     iovec remote{reinterpret_cast<void*>(address + at), left};
@@ -156,6 +172,10 @@ uint64_t process_memory_writes() {
 
 uint64_t process_memory_reads() {
   return g_reads.load(std::memory_order_relaxed);
+}
+
+void refuse_writes_after_for_tests(uint64_t writes) {
+  g_writes_before_refusal.store(writes, std::memory_order_relaxed);
 }
 
 }  // namespace rankflow::coll

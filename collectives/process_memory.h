@@ -47,6 +47,10 @@ int64_t this_process();
 // peers put into its window instead) where this process does not use the kernel's copies.
 int64_t published_process();
 
+// Tests only: after `writes` more writes into another process, the next is refused as the kernel
+// refuses one (this process then stops using the kernel's copies, as after a real refusal).
+void refuse_writes_after_for_tests(uint64_t writes);
+
 // How many writes into another process this process has made so far (write_process_memory and
 // writes_reach calls that went through): for tests and diagnostics.
 uint64_t process_memory_writes();

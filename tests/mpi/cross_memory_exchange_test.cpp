@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -354,6 +355,45 @@ TEST(CrossMemory, AllToAllCopiesEachBlockOnceBetweenTheProcesses) {
                              }
                            }
                          });
+  }
+}
+
+// A kernel write refused part of the way through the allgather's kept block (member 0 refused
+// after its first chunk, as the kernel refuses a write into a process that exited or lost the
+// permission): the whole block goes through the peer's window instead, every element arrives,
+// and from then on member 0 makes no kernel copy (its peers put into its window) and the results
+// stay right. Poisons the process's kernel copies, so it runs only in its own ctest entry
+// (algorithm_override.np2.kept_block_refused: RANKFLOW_TEST_REFUSE_WRITES=1).
+TEST(CrossMemoryRefusal, KeptBlockRefusedPartWayGoesThroughTheWindow) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  int usable = coll::process_memory_usable() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &usable, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
+  if (std::getenv("RANKFLOW_TEST_REFUSE_WRITES") == nullptr || comm.size() != 2 ||
+      !api::maps_peers(comm) || usable == 0 ||
+      env::cross_memory_direction() != env::CrossMemoryDirection::kWrite)
+    GTEST_SKIP() << "its own entry: two members on one host, copies usable, direction write";
+  Communicator cross = forced("RANKFLOW_ALLGATHER", "cross_memory");
+  const size_t count = (2 * coll::kKeptBlockChunk + 12) / 4;
+  std::vector<int32_t> a(count), b(2 * count);
+  for (size_t i = 0; i < count; ++i)
+    a[i] = value(comm.rank(), i);
+  for (int call = 0; call < 3; ++call) {  // the first reaches the peer; the second is refused
+    SCOPED_TRACE("call " + std::to_string(call));
+    if (call == 1 && comm.rank() == 0) coll::refuse_writes_after_for_tests(1);
+    std::fill(b.begin(), b.end(), -1);
+    const uint64_t writes = coll::process_memory_writes();
+    cross.allgather(a.data(), b.data(), count, DType::kI32);
+    const uint64_t made = coll::process_memory_writes() - writes;
+    if (comm.rank() == 0) {
+      EXPECT_EQ(made, call == 0 ? 3u : call == 1 ? 1u : 0u);
+      EXPECT_EQ(coll::process_memory_usable(), call == 0);
+    } else {
+      EXPECT_EQ(made, call == 2 ? 0u : 3u) << "member 0 publishes no process once refused";
+    }
+    for (size_t r = 0; r < 2; ++r) {
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(b[r * count + i], value(static_cast<int>(r), i)) << r << " " << i;
+    }
   }
 }
 
