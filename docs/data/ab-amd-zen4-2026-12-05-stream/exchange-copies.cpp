@@ -7,7 +7,14 @@
 //   variant 1: staged through shared memory in chunks (stage chunk k+1 and copy it into the own
 //              block, then copy the peer's chunk k out of its staging), the pipelined shape;
 //   variant 2: as 1, the own block copied after the exchange;
-//   variant 3: as 0, the own block copied with non-temporal stores.
+//   variant 3: as 0, the own block copied with non-temporal stores;
+//   variant 4: per CHUNK, process_vm_writev of my block's chunk into the peer's recv, then memcpy
+//              of the same chunk into my own block while it is in cache (added 2026-12-06 for the
+//              allgather's kept block, docs/data/ab-intel-emr-2026-12-06-kept/);
+//   variant 5: as 4, the own copy first, the write from the own block;
+//   variant 6: as 4, the own copy from another source (an all_to_all's blocks differ);
+//   variant 7: as 4, the own copy with non-temporal stores.
+// NOFRESH=1: the input is not rewritten between iterations.
 // Median of the iterations, rank 0's view. g++ -O2 -std=c++20 -mavx2 exchange-copies.cpp -o ex;
 // ./ex BLOCK VARIANT [CHUNK]
 #include <sys/uio.h>
@@ -25,7 +32,7 @@
 #include <immintrin.h>
 using clk = std::chrono::steady_clock;
 struct alignas(64) Flag { std::atomic<long> v; char pad[56]; };
-struct Shared { Flag ready[2]; Flag done[2]; void* send[2]; pid_t pid[2]; };
+struct Shared { Flag ready[2]; Flag done[2]; void* send[2]; void* recv[2]; pid_t pid[2]; };
 static void pin(int c){cpu_set_t s;CPU_ZERO(&s);CPU_SET(c,&s);sched_setaffinity(0,sizeof s,&s);}
 static void waitfor(std::atomic<long>& a, long v){ while(a.load(std::memory_order_acquire)<v) _mm_pause(); }
 static void ntcopy(char* d, const char* s, size_t n){
@@ -42,18 +49,29 @@ int main(int argc,char**argv){
   memset(stage,1,2*B);
   int me = fork()==0 ? 1 : 0; int peer = 1-me;
   pin(me);
-  std::vector<char> send(B, 7), recv(2*B);
-  sh->send[me] = send.data(); sh->pid[me] = getpid();
+  std::vector<char> send(B, 7), recv(2*B), other_src(variant == 6 ? B : 0, 5);
+  sh->send[me] = send.data(); sh->recv[me] = recv.data(); sh->pid[me] = getpid(); const bool fresh = getenv("NOFRESH") == nullptr;
   while(!sh->pid[peer]) ;
   char* mystage = stage + me*B; char* peerstage = stage + peer*B;
   std::vector<double> t;
   for(int i=1;i<=iters;i++){
-    for(size_t k=0;k<B;k+=64) send[k]=(char)i; // fresh input
+    if(fresh) for(size_t k=0;k<B;k+=64) send[k]=(char)i; // fresh input
     // barrier-ish start
     sh->done[me].v.store(2*i-1, std::memory_order_release); waitfor(sh->done[peer].v, 2*i-1);
     auto t0=clk::now();
     char* own = recv.data()+me*B; char* other = recv.data()+peer*B;
-    if(variant==0||variant==3){ // CMA read; 3: local copy with NT stores
+    if(variant>=4&&variant<=7){ // push the own block to the peer chunk by chunk, own copy from L2
+      sh->ready[me].v.store(i, std::memory_order_release);
+      waitfor(sh->ready[peer].v, i);
+      char* theirs = (char*)sh->recv[peer] + me*B;
+      for(size_t first=0; first<B; first+=chunk){ size_t len=std::min(chunk,B-first);
+        iovec l{send.data()+first,len}, r{theirs+first,len};
+        if(variant==7){ process_vm_writev(sh->pid[peer],&l,1,&r,1,0); ntcopy(own+first, send.data()+first, len); }
+        else if(variant==4){ process_vm_writev(sh->pid[peer],&l,1,&r,1,0); memcpy(own+first, send.data()+first, len); }
+        else if(variant==6){ process_vm_writev(sh->pid[peer],&l,1,&r,1,0); memcpy(own+first, other_src.data()+first, len); }
+        else { memcpy(own+first, send.data()+first, len); iovec l2{own+first,len}; process_vm_writev(sh->pid[peer],&l2,1,&r,1,0); }
+      }
+    } else if(variant==0||variant==3){ // CMA read; 3: local copy with NT stores
       if(variant==0) memcpy(own, send.data(), B); else ntcopy(own, send.data(), B);
       sh->ready[me].v.store(i, std::memory_order_release);
       waitfor(sh->ready[peer].v, i);

@@ -8,8 +8,11 @@
 //            recv = my send + scratch (what an in-place call needs)
 //   read   : per chunk of SEG bytes of my half: process_vm_readv the peer's send into my recv,
 //            add my send into it, process_vm_writev it into the peer's recv; one closing flag
+//   readnt : as read2, the sum made in the scratch chunk, written to the peer from there and
+//            copied into my recv with non-temporal stores (added 2026-12-06 13:00 UTC,
+//            docs/data/ab-intel-emr-2026-12-06-kept/)
 // FRESH=1: every call starts from freshly written input (one store a line, untimed).
-// g++ -O3 -std=c++20 -mavx2 allreduce-floor.cpp -o af; ./af BYTES VARIANT SEG
+// g++ -O3 -std=c++20 -mavx2 allreduce-floor.cpp -o af; ./af BYTES staged|read|read2|readnt SEG
 #include <immintrin.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -48,6 +51,18 @@ static void waitfor(std::atomic<long>& a, long v) {
 }
 static void add2(float* out, const float* a, const float* b, size_t n) {
   for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+static void ntcopy(char* d, const char* s, size_t n) {
+  size_t head = (32 - ((uintptr_t)d % 32)) % 32; if (head > n) head = n;
+  memcpy(d, s, head); d += head; s += head; n -= head;
+  size_t body = n / 128 * 128;
+  for (size_t i = 0; i < body; i += 128) {
+    __m256i a = _mm256_loadu_si256((const __m256i*)(s + i)), b = _mm256_loadu_si256((const __m256i*)(s + i + 32)),
+            c = _mm256_loadu_si256((const __m256i*)(s + i + 64)), e = _mm256_loadu_si256((const __m256i*)(s + i + 96));
+    _mm256_stream_si256((__m256i*)(d + i), a); _mm256_stream_si256((__m256i*)(d + i + 32), b);
+    _mm256_stream_si256((__m256i*)(d + i + 64), c); _mm256_stream_si256((__m256i*)(d + i + 96), e);
+  }
+  _mm_sfence(); memcpy(d + body, s + body, n - body);
 }
 static void readv(pid_t pid, void* to, const void* from, size_t n) {
   iovec l{to, n}, r{const_cast<void*>(from), n};
@@ -113,6 +128,13 @@ int main(int argc, char** argv) {
         for (size_t first = 0; first < half; first += segn) {
           const size_t count = std::min(segn, half - first);
           float* out = recv.data() + mine_at + first;
+          if (v == "readnt") {  // sum in an L2 scratch, written to the peer, streamed to mine
+            readv(sh->pid[peer], scratch.data(), sh->send[peer] + mine_at + first, count * 4);
+            add2(scratch.data(), scratch.data(), send.data() + mine_at + first, count);
+            writev(sh->pid[peer], sh->recv[peer] + mine_at + first, scratch.data(), count * 4);
+            ntcopy((char*)out, (const char*)scratch.data(), count * 4);
+            continue;
+          }
           if (v == "read2") {
             readv(sh->pid[peer], scratch.data(), sh->send[peer] + mine_at + first, count * 4);
             add2(out, send.data() + mine_at + first, scratch.data(), count);
