@@ -7,7 +7,12 @@
 // of signals (inputs ready; parts delivered). Plain buffers are staged; each owner reduces its
 // part straight into the caller's recv and, where every segment is the same length, hands it
 // into every peer's recv with one kernel copy (part_hand_off.h); otherwise each member gathers
-// the parts from their owners' windows. Two rounds a segment and a closing one. Where every
+// the parts from their owners' windows. Where every member offers to stream (from the agreed
+// profile's TwophaseSegments::streams_from, out of place, two members on one host), nothing is
+// handed off: each owner reduces its part into its window and streams it into its recv, and each
+// member streams the peer's part out of the peer's window, with non-temporal stores (a recv that
+// large is not in cache: ordinary stores would fetch every line first, and the kernel's copies
+// into it run at a third of a stream's speed). Two rounds a segment and a closing one. Where every
 // member offers (allreduce_twophase_read.h), nothing is staged: after the first round each owner
 // reads its part of the peers' inputs and writes the sum into their recv, then the closing round;
 // where only some offered, one more round lets them stage the first segment. Runs on the thread
@@ -19,6 +24,7 @@
 #include "collectives/allreduce_twophase_read.h"
 #include "collectives/collective.h"
 #include "collectives/part_hand_off.h"
+#include "collectives/stage_copy.h"
 #include "rankflow/error.h"
 
 namespace rankflow::coll {
@@ -39,8 +45,37 @@ void deliver_block(CollContext& c, size_t dst, const std::byte* block, size_t by
 }
 
 // Where reduce_part puts the reduced part: into dst in the window (and the caller's recv too,
-// when given), or only into the caller's recv (the owner then writes it into its peers' recv).
-enum class PartGoes { kToWindow, kToRecvOnly };
+// when given, with ordinary stores or non-temporal ones: offers_to_stream), or only into the
+// caller's recv (the owner then writes it into its peers' recv).
+enum class PartGoes { kToWindow, kToWindowAndStreamed, kToRecvOnly };
+
+// Whether this member offers to stream the parts into recv (TwophaseSegments::streams_from):
+// two members that map each other's windows, a call in segments (so the window's first segment
+// is reused and stays in cache), out of place (in place, recv is the input this member has just
+// read, in cache: the hand-off's copies are faster there). The call streams where every member
+// offered (PartHandOff::everyone_streams).
+bool offers_to_stream(const CollContext& c, const AllreduceArgs& a, size_t segment) {
+  const size_t bytes = a.count * a.reducer->elem_size;
+  const bool apart = a.src_ptr + bytes <= a.dst_ptr || a.dst_ptr + bytes <= a.src_ptr;
+  return c.size() == 2 && c.eager() && a.src_ptr != nullptr && a.dst_ptr != nullptr && apart &&
+         segment < a.count && a.reducer->acc_size == a.reducer->elem_size &&
+         bytes >= a.segments.streams_from;
+}
+
+// The offer this member makes in its PartHandOff header.
+PartHandOff::Offer offer_of(CollContext& c, const AllreduceArgs& a, size_t segment) {
+  if (offers_to_stream(c, a, segment)) return PartHandOff::Offer::kStreams;
+  if (twophase_offers_reads(c, a)) return PartHandOff::Offer::kReads;
+  return PartHandOff::Offer::kHandOff;
+}
+
+// Copies the reduced block at `out` into the caller's recv at `to`.
+void copy_into_recv(std::byte* to, const std::byte* out, size_t bytes, PartGoes goes) {
+  if (goes == PartGoes::kToWindowAndStreamed)
+    stream_copy(to, out, bytes);
+  else
+    std::memcpy(to, out, bytes);
+}
 
 void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deliver,
                  PartGoes goes = PartGoes::kToWindow) {
@@ -60,7 +95,7 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
       for (int d = 2; d < n; ++d) {
         r.combine(out, c.read(c.peer(d), a.src + offset, count * es, fallback), count);
       }
-      if (a.dst_ptr && !recv_only) std::memcpy(a.dst_ptr + offset, out, count * es);
+      if (a.dst_ptr && !recv_only) copy_into_recv(a.dst_ptr + offset, out, count * es, goes);
       if (deliver) deliver_block(c, a.dst + offset, out, count * es);
     }
     return;
@@ -95,15 +130,23 @@ void stage_for_peers(CollContext& c, const AllreduceArgs& a) {
 }
 
 // Allgather: each part from its owner, into the caller's memory when a.dst_ptr (our own part
-// went there block by block as it was reduced, while in cache).
-void gather_parts(CollContext& c, const AllreduceArgs& a) {
+// went there block by block as it was reduced, while in cache); `streamed`: straight out of the
+// owner's mapped window with non-temporal stores (parts_stream).
+void gather_parts(CollContext& c, const AllreduceArgs& a, bool streamed = false) {
   const size_t es = a.reducer->elem_size;
   std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
   for (int d = 1; d < c.size(); ++d) {
     const int p = c.peer(d);
     const Segment part = partition(a.count, c.size(), p);
     if (part.count == 0) continue;
-    c.fetch(p, a.dst + part.begin * es, out + part.begin * es, part.count * es);
+    std::byte* to = out + part.begin * es;
+    const size_t bytes = part.count * es;
+    if (!streamed) {
+      c.fetch(p, a.dst + part.begin * es, to, bytes);
+      continue;
+    }
+    const std::byte* from = c.read(p, a.dst + part.begin * es, bytes, to);
+    if (from != to) stream_copy(to, from, bytes);
   }
   c.complete_fetches();
 }
@@ -190,10 +233,11 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
   const bool in_place = a.src == a.dst;
   std::optional<PartHandOff> hand_off;
   if (PartHandOff::fits(c, a, segment)) {
-    hand_off.emplace(c, a, segment, twophase_offers_reads(c, a));
+    hand_off.emplace(c, a, segment, offer_of(c, a, segment));
     if (hand_off->offers_reads()) prepare_reading(c, a);
   }
   bool read_parts = false;
+  bool streamed = false;  // every member offered to stream: no hand-off
   size_t index = 0;
   for (size_t first = 0; first < a.count; first += segment, ++index) {
     AllreduceArgs s = a;
@@ -216,6 +260,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
         if (!reduce_part_by_reading(c, a, *hand_off)) hand_off->say_part_missing();
         break;
       }
+      streamed = hand_off->everyone_streams();
       if (hand_off->anyone_reads()) {  // a second round, once the offering members staged
         if (offering) stage_for_peers(c, s);
         c.notify_all(kReady);
@@ -226,7 +271,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
     // Reduce-scatter: only this member reads its own part of every input, so writing the
     // result into dst's part is safe even in place.
     const Segment mine = partition(s.count, n, c.rank());
-    if (hand_off) {  // part_hand_off.h
+    if (hand_off && !streamed) {  // part_hand_off.h
       reduce_part(c, s, mine, false, PartGoes::kToRecvOnly);
       hand_off->give(s, index);
       c.notify_all(kReady2);  // my part is in your recv (or your window); I have read your input
@@ -235,11 +280,13 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
       hand_off->take(s, index);
       continue;
     }
-    if (mine.count > 0) reduce_part(c, s, mine, false);
+    if (mine.count > 0)
+      reduce_part(c, s, mine, false,
+                  streamed ? PartGoes::kToWindowAndStreamed : PartGoes::kToWindow);
     c.notify_all(kReady2);
     for (int d = 1; d < n; ++d)
       co_await c.await(c.peer(-d), kReady2);
-    gather_parts(c, s);  // owners have finished reading our input (kReady2)
+    gather_parts(c, s, streamed);  // owners have finished reading our input (kReady2)
   }
   c.notify_all(kDone);
   for (int d = 1; d < c.size(); ++d)

@@ -20,11 +20,18 @@ namespace rankflow::coll {
 // From `reads_from` bytes, on two members, each member offers to read its part of the peer's
 // input with one kernel copy instead of having it staged (allreduce_twophase_read.h); the call
 // then goes whole. The default never offers.
+//
+// From `streams_from` bytes, on two members that map each other's windows, a call in segments
+// neither reads nor hands off: it stages, and each member stores its reduced part and copies
+// its peer's part out of the peer's window into recv with non-temporal stores (a recv that
+// large is not in cache, and an ordinary store first fetches each line). The default never
+// streams.
 struct TwophaseSegments {
   static constexpr size_t kMinBytes = size_t{1} << 20;
   size_t segmented_up_to = size_t{4} << 20;
   size_t max_segments = 4;
   size_t reads_from = SIZE_MAX;
+  size_t streams_from = SIZE_MAX;
 };
 // Elements per segment of a plain twophase allreduce of `count` elements of `elem_size` bytes
 // (`count` itself where the call goes whole).

@@ -184,7 +184,15 @@ constexpr MachineChoice kIntelEmr[] = {
 // busbw against x1.49, 4 MiB x1.69 against x1.35, 8 MiB x1.58 against x1.45, 16 MiB x1.60-1.80
 // against x1.54-1.58, 32-64 MiB x2.47-2.63 against x2.26-2.32; 512 KiB-1 MiB level, 128-256 KiB
 // slower (x1.73-1.77 against x1.85).
-constexpr TwophaseSegments kIntelEmrTwophase{SIZE_MAX, SIZE_MAX, 2 * MiB};
+// From 16 MiB, out of place, the parts are streamed instead (allreduce_twophase.cpp): the recv of
+// such a call is not in cache, and the reading protocol's kernel copies into it ran at 4.5-7
+// GB/s against 17-21 for non-temporal stores (docs/data/ab-intel-emr-2026-12-06-streamed/
+// cold-destination.cpp). Three alternated launches (streamed.log there): 16 MiB x1.94 of Open
+// MPI's busbw against x1.57, 32 MiB x2.91 against x2.44, 64 MiB x2.88 against x2.53; in place
+// (which still hands off) level. The floor without a library, from settled caches
+// (allreduce-cold.cpp), 16 MiB: 3.2-3.7 ms against the reading protocol's 4.2-4.7; not settled,
+// 4 MiB: 0.69 ms against 0.51, so smaller calls keep reading.
+constexpr TwophaseSegments kIntelEmrTwophase{SIZE_MAX, SIZE_MAX, 2 * MiB, 16 * MiB};
 constexpr size_t kIntelEmrStreamOwnBlockFromRecv = 16 * MiB;
 
 constexpr MachineProfile kProfiles[] = {

@@ -39,14 +39,10 @@ bool PartHandOff::fits(const CollContext& c, const AllreduceArgs& a, size_t segm
          smallest_part * a.reducer->elem_size >= header_bytes(c.size());
 }
 
-PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment, bool offers_reads)
-    : c_(c),
-      a_(a),
-      segment_(segment),
-      offers_reads_(offers_reads),
-      published_(c.local(header_at(c.rank()))) {
+PartHandOff::PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment, Offer offer)
+    : c_(c), a_(a), segment_(segment), offer_(offer), published_(c.local(header_at(c.rank()))) {
   const Header mine{published_process(), reinterpret_cast<uint64_t>(a.dst_ptr),
-                    reinterpret_cast<uint64_t>(a.src_ptr), offers_reads ? 1u : 0u};
+                    reinterpret_cast<uint64_t>(a.src_ptr), offer};
   std::byte* header = c_.local(header_at(c_.rank()));
   std::memcpy(header, &mine, sizeof mine);
   // The writers' words, cleared before anyone may put into them (after the first kReady).
@@ -63,17 +59,17 @@ void PartHandOff::learn_peers() {
     peers_[c_.peer(d)] = c_.read_record<Header>(c_.peer(d), header_at(c_.peer(d)));
 }
 
-bool PartHandOff::everyone_reads() const {
-  if (!offers_reads_) return false;
+bool PartHandOff::everyone_offers(Offer offer) const {
+  if (offer_ != offer) return false;
   for (int d = 1; d < c_.size(); ++d)
-    if (peers_[c_.peer(d)].reads != 1) return false;
+    if (peers_[c_.peer(d)].offer != offer) return false;
   return true;
 }
 
 bool PartHandOff::anyone_reads() const {
-  if (offers_reads_) return true;
+  if (offers_reads()) return true;
   for (int d = 1; d < c_.size(); ++d)
-    if (peers_[c_.peer(d)].reads == 1) return true;
+    if (peers_[c_.peer(d)].offer == Offer::kReads) return true;
   return false;
 }
 

@@ -11,8 +11,9 @@
 //
 // What a member tells its peers sits in its own part of the first segment's staging region,
 // which it never stages into (so every segment must be the same length): its process, its recv
-// and send, whether it offers to read its part of its peers' inputs (the reading protocol,
-// allreduce_twophase_read.h), then one word per member, where that member puts the index + 1 of
+// and send, its offer (to read its part of its peers' inputs: the reading protocol,
+// allreduce_twophase_read.h; or to stream the parts, in which case nothing is handed off), then
+// one word per member, where that member puts the index + 1 of
 // the last segment whose part it left in this member's window (or kPartMissing). Written (words
 // cleared) before the call's first kReady, read by peers after it; the words are put before each
 // kReady2 and read after it; the call's closing kDone round keeps the header until every peer has
@@ -40,16 +41,25 @@ class PartHandOff {
     return segment > 0 && count % segment == 0;
   }
 
-  // Publishes this member's header (before the call's first kReady), with its offer to read.
-  PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment, bool offers_reads = false);
+  // What a member offers in its header: to read its part of its peers' inputs (the reading
+  // protocol), or to have every member's parts streamed out of the windows into recv instead of
+  // handed off (TwophaseSegments::streams_from); at most one of them.
+  enum class Offer : uint64_t { kHandOff = 0, kReads = 1, kStreams = 2 };
+
+  // Publishes this member's header (before the call's first kReady), with its offer.
+  PartHandOff(CollContext& c, const AllreduceArgs& a, size_t segment,
+              Offer offer = Offer::kHandOff);
 
   // After the first segment's kReady: every peer's header.
   void learn_peers();
   // After learn_peers: whether this member and every peer offered to read (the call then runs
   // the reading protocol), and whether any member did.
-  bool everyone_reads() const;
+  bool everyone_reads() const { return everyone_offers(Offer::kReads); }
   bool anyone_reads() const;
-  bool offers_reads() const { return offers_reads_; }
+  bool offers_reads() const { return offer_ == Offer::kReads; }
+  // After learn_peers: whether this member and every peer offered to stream (the call then
+  // neither reads nor hands off: give and take are not called).
+  bool everyone_streams() const { return everyone_offers(Offer::kStreams); }
   // After learn_peers: where `peer`'s input and recv are, in process `pid` (0: not trusted).
   struct PeerBuffers {
     int64_t pid;
@@ -73,9 +83,9 @@ class PartHandOff {
  private:
   struct Header {
     int64_t pid = 0;
-    uint64_t recv = 0;   // the caller's recv, in that process
-    uint64_t send = 0;   // the caller's input, in that process
-    uint64_t reads = 0;  // 1: offers to read its part of the peers' inputs
+    uint64_t recv = 0;  // the caller's recv, in that process
+    uint64_t send = 0;  // the caller's input, in that process
+    Offer offer = Offer::kHandOff;
     // then one uint64_t per member (left_word_at)
   };
   static constexpr uint64_t kPartMissing = ~uint64_t{0};
@@ -88,11 +98,12 @@ class PartHandOff {
     return header_at(member) + sizeof(Header) + sizeof(uint64_t) * static_cast<size_t>(writer);
   }
   bool write_into_recv(int peer, const std::byte* part, size_t bytes, size_t at_in_message);
+  bool everyone_offers(Offer offer) const;
 
   CollContext& c_;
   AllreduceArgs a_;
   size_t segment_;
-  bool offers_reads_;
+  Offer offer_;
   bool said_part_missing_ = false;
   std::vector<Header> peers_;
   PublishedProcess published_;  // withdrawn by finish(), or when a call ends early

@@ -1,0 +1,169 @@
+// Two-process f32-sum allreduce of plain buffers, no library, as rankflow-bench times it from
+// 16 MiB: before each call both ranks settle their caches (read SETTLE MiB, untimed) and rewrite
+// their input (one store a line, untimed); each call is timed alone (slower rank).
+//   read  : rankflow's reading twophase: per chunk of my half, process_vm_readv the peer's send
+//           into my recv, add my send there, process_vm_writev it into the peer's recv; done flag
+//   win   : per chunk of my half, process_vm_readv the peer's send into my slot of a shared
+//           ring (DEPTH slots), add my send there, stream it into my recv, flag; the peer
+//           streams it from my slot into its recv and flags it consumed
+//   whole : every member sums the whole message: per chunk, process_vm_readv the peer's send
+//           into a private scratch, add my send there, stream it into my recv; done flag
+// ./arcold BYTES VARIANT CHUNK [DEPTH]
+#include <immintrin.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+using clk = std::chrono::steady_clock;
+static double T[5];
+static double us(clk::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+struct alignas(64) Flag { std::atomic<long> v; char pad[56]; };
+struct Shared { Flag ready[2], consumed[2], done[2], start[2], staged[2]; float* send[2]; float* recv[2]; pid_t pid[2]; double us[2]; };
+static void pin(int c) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(c, &s); sched_setaffinity(0, sizeof s, &s); }
+static void waitfor(std::atomic<long>& a, long v) { while (a.load(std::memory_order_acquire) < v) _mm_pause(); }
+static void add2(float* out, const float* a, const float* b, size_t n) { for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i]; }
+// slot = a + b, and the same streamed into nt (32-byte aligned nt)
+static void add_dual(float* slot, float* nt, const float* a, const float* b, size_t n) {
+  size_t i = 0;
+  for (; i < n && ((uintptr_t)(nt + i) % 32); ++i) nt[i] = slot[i] = a[i] + b[i];
+  for (; i + 8 <= n; i += 8) {
+    __m256 x = _mm256_add_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i));
+    _mm256_storeu_ps(slot + i, x);
+    _mm256_stream_ps(nt + i, x);
+  }
+  for (; i < n; ++i) nt[i] = slot[i] = a[i] + b[i];
+  _mm_sfence();
+}
+static void ntcopy(char* d, const char* s, size_t n) {
+  size_t head = (32 - ((uintptr_t)d % 32)) % 32; if (head > n) head = n;
+  memcpy(d, s, head); d += head; s += head; n -= head;
+  size_t body = n / 128 * 128;
+  for (size_t i = 0; i < body; i += 128) {
+    __m256i a = _mm256_loadu_si256((const __m256i*)(s + i)), b = _mm256_loadu_si256((const __m256i*)(s + i + 32)),
+            c = _mm256_loadu_si256((const __m256i*)(s + i + 64)), e = _mm256_loadu_si256((const __m256i*)(s + i + 96));
+    _mm256_stream_si256((__m256i*)(d + i), a); _mm256_stream_si256((__m256i*)(d + i + 32), b);
+    _mm256_stream_si256((__m256i*)(d + i + 64), c); _mm256_stream_si256((__m256i*)(d + i + 96), e);
+  }
+  _mm_sfence(); memcpy(d + body, s + body, n - body);
+}
+static void readv(pid_t pid, void* to, const void* from, size_t n) {
+  iovec l{to, n}, r{const_cast<void*>(from), n};
+  if (process_vm_readv(pid, &l, 1, &r, 1, 0) != (ssize_t)n) abort();
+}
+static void writev(pid_t pid, void* to, const void* from, size_t n) {
+  iovec l{const_cast<void*>(from), n}, r{to, n};
+  if (process_vm_writev(pid, &l, 1, &r, 1, 0) != (ssize_t)n) abort();
+}
+int main(int argc, char** argv) {
+  const size_t B = strtoull(argv[1], 0, 0);
+  const std::string v = argv[2];
+  const size_t chunk = strtoull(argv[3], 0, 0);
+  const int depth = argc > 4 ? atoi(argv[4]) : 4;
+  const size_t settle_mib = getenv("SETTLE") ? strtoull(getenv("SETTLE"), 0, 0) : 600;
+  const int calls = getenv("CALLS") ? atoi(getenv("CALLS")) : 9;
+  auto* sh = (Shared*)mmap(0, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  char* ring = (char*)mmap(0, 4 * depth * chunk, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  memset(ring, 0, 4 * depth * chunk);
+  const int me = fork() == 0 ? 1 : 0, peer = 1 - me;
+  pin(me);
+  const size_t n = B / 4, cn = chunk / 4, half = n / 2;
+  std::vector<float> send(n + 16), recv(n + 16, 0.f), scratch(cn + 16);
+  std::vector<char> settle(settle_mib << 20, 1);
+  sh->send[me] = send.data(); sh->recv[me] = recv.data(); sh->pid[me] = getpid();
+  while (!sh->pid[peer]) _mm_pause();
+  float* my_ring = (float*)(ring + me * 2 * depth * chunk);
+  float* peer_ring = (float*)(ring + peer * 2 * depth * chunk);
+  const size_t mine_at = me * half, theirs_at = peer * half;
+  long seq = 0, k = 0;  // k: chunks so far (ring position), same on both
+  std::vector<double> per;
+  for (int call = 0; call < calls; ++call) {
+    ++seq;
+    long sum = 0; for (size_t i = 0; i < settle.size(); i += 64) sum += settle[i];
+    asm volatile("" ::"r"(sum));
+    for (size_t i = 0; i < n; i += 16) send[i] = (float)(me + 1);
+    if (call == 0) for (size_t i = 0; i < n; ++i) send[i] = (float)(me + 1);
+    sh->start[me].v.store(3 * seq); waitfor(sh->start[peer].v, 3 * seq);
+    auto t0 = clk::now();
+    if (v == "read") {
+      for (size_t first = 0; first < half; first += cn) {
+        const size_t c = std::min(cn, half - first);
+        float* out = recv.data() + mine_at + first;
+        readv(sh->pid[peer], out, sh->send[peer] + mine_at + first, c * 4);
+        add2(out, out, send.data() + mine_at + first, c);
+        writev(sh->pid[peer], sh->recv[peer] + mine_at + first, out, c * 4);
+      }
+    } else if (v == "win") {
+      for (size_t first = 0; first < half; first += cn, ++k) {
+        const size_t c = std::min(cn, half - first);
+        float* slot = my_ring + (k % depth) * cn;
+        waitfor(sh->consumed[peer].v, k + 1 - depth);
+        auto a0 = clk::now();
+        readv(sh->pid[peer], slot, sh->send[peer] + mine_at + first, c * 4);
+        auto a1 = clk::now();
+        add2(slot, slot, send.data() + mine_at + first, c);
+        auto a2 = clk::now();
+        ntcopy((char*)(recv.data() + mine_at + first), (const char*)slot, c * 4);
+        auto a3 = clk::now();
+        sh->ready[me].v.store(k + 1, std::memory_order_release);
+        waitfor(sh->ready[peer].v, k + 1);
+        auto a4 = clk::now();
+        ntcopy((char*)(recv.data() + theirs_at + first), (const char*)(peer_ring + (k % depth) * cn), c * 4);
+        auto a5 = clk::now();
+        if (call > 0) { T[0] += us(a1 - a0); T[1] += us(a2 - a1); T[2] += us(a3 - a2); T[3] += us(a4 - a3); T[4] += us(a5 - a4); }
+        sh->consumed[me].v.store(k + 1, std::memory_order_release);
+      }
+    } else if (v == "ring") {
+      float* staged_ring = my_ring;                  // depth slots of cn
+      float* reduced_ring = my_ring + depth * cn;    // the ring has 2 * depth slots per member
+      float* peer_staged = peer_ring, *peer_reduced = peer_ring + depth * cn;
+      for (size_t first = 0; first < half; first += cn, ++k) {
+        const size_t c = std::min(cn, half - first), at = (k % depth) * cn;
+        waitfor(sh->consumed[peer].v, k + 1 - depth);
+        auto a0 = clk::now();
+        memcpy(staged_ring + at, send.data() + theirs_at + first, c * 4);
+        sh->staged[me].v.store(k + 1, std::memory_order_release);
+        waitfor(sh->staged[peer].v, k + 1);
+        auto a1 = clk::now();
+        add_dual(reduced_ring + at, recv.data() + mine_at + first, send.data() + mine_at + first, peer_staged + at, c);
+        sh->ready[me].v.store(k + 1, std::memory_order_release);
+        auto a2 = clk::now();
+        waitfor(sh->ready[peer].v, k + 1);
+        auto a3 = clk::now();
+        ntcopy((char*)(recv.data() + theirs_at + first), (const char*)(peer_reduced + at), c * 4);
+        sh->consumed[me].v.store(k + 1, std::memory_order_release);
+        auto a4 = clk::now();
+        if (call > 0) { T[0] += us(a1 - a0); T[1] += us(a2 - a1); T[3] += us(a3 - a2); T[4] += us(a4 - a3); }
+      }
+    } else {  // whole
+      for (size_t first = 0; first < n; first += cn) {
+        const size_t c = std::min(cn, n - first);
+        readv(sh->pid[peer], scratch.data(), sh->send[peer] + first, c * 4);
+        add2(scratch.data(), scratch.data(), send.data() + first, c);
+        ntcopy((char*)(recv.data() + first), (const char*)scratch.data(), c * 4);
+      }
+    }
+    sh->done[me].v.store(seq, std::memory_order_release);
+    waitfor(sh->done[peer].v, seq);
+    sh->us[me] = std::chrono::duration<double, std::micro>(clk::now() - t0).count();
+    sh->start[me].v.store(3 * seq + 1); waitfor(sh->start[peer].v, 3 * seq + 1);
+    if (call > 0) per.push_back(std::max(sh->us[0], sh->us[1]));
+    sh->start[me].v.store(3 * seq + 2); waitfor(sh->start[peer].v, 3 * seq + 2);
+  }
+  for (size_t i = 0; i < n; i += 4099)
+    if (recv[i] != 3.0f) { fprintf(stderr, "rank %d: recv[%zu] = %f\n", me, i, recv[i]); return 1; }
+  if (v != "read" && v != "whole") fprintf(stderr, "rank %d per call: readv %.0f add %.0f nt-mine %.0f wait %.0f nt-peer %.0f\n", me, T[0]/(calls-1), T[1]/(calls-1), T[2]/(calls-1), T[3]/(calls-1), T[4]/(calls-1));
+  if (me == 1) return 0;
+  wait(nullptr);
+  std::sort(per.begin(), per.end());
+  printf("%zu %s chunk %zu depth %d: median %.0f us (min %.0f max %.0f)\n", B, v.c_str(), chunk, depth,
+         per[per.size() / 2], per.front(), per.back());
+}

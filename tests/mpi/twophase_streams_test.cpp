@@ -1,0 +1,101 @@
+// The plain two-phase allreduce's streamed parts (TwophaseSegments::streams_from,
+// allreduce_twophase.cpp): from that size, on two members that map each other's windows, a call
+// out of place neither reads nor hands off. Each owner reduces its part into its window and
+// streams it into its recv, each member streams its peer's part out of the peer's window: the
+// call makes no kernel copy at all. In place (every member offers the hand-off instead), every
+// member hands its part off, with kernel writes where its copies reach the peer. Every element
+// is checked (i32 sums, exact). The ctest entries force the intel-emr
+// profile (streams from 16 MiB); with three members, or under UCX_TLS=tcp,self (nobody maps),
+// nobody streams.
+#include <gtest/gtest.h>
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "api/communicator_internal.h"
+#include "collectives/collective.h"
+#include "collectives/machine_profile.h"
+#include "collectives/process_memory.h"
+#include "rankflow/communicator.h"
+
+namespace rankflow::test {
+namespace {
+
+class TwophaseStreams : public ::testing::Test {
+ protected:
+  void SetUp() override { comm_ = Communicator::from_mpi(MPI_COMM_WORLD); }
+  void TearDown() override { comm_.close(); }
+  Communicator comm_ = Communicator::from_mpi(MPI_COMM_SELF);
+};
+
+int32_t input(size_t i, int call, int rank) {
+  return static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * (rank + 1);
+}
+
+size_t wrong_elements(const std::vector<int32_t>& recv, int call, int members) {
+  const int32_t ranks = members * (members + 1) / 2;
+  size_t wrong = 0;
+  for (size_t i = 0; i < recv.size(); ++i)
+    wrong += recv[i] != static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * ranks;
+  return wrong;
+}
+
+// The kernel copies one call of this member made.
+struct KernelCopies {
+  uint64_t reads;
+  uint64_t writes;
+};
+
+KernelCopies count_kernel_copies(const std::function<void()>& call) {
+  const uint64_t reads = coll::process_memory_reads(), writes = coll::process_memory_writes();
+  call();
+  return {coll::process_memory_reads() - reads, coll::process_memory_writes() - writes};
+}
+
+// Calls of the profile's first streaming size, alternately out of place (streamed: no kernel
+// copy; into a recv of -1s) and in place (handed off: kernel writes, where this member's copies
+// reach its peer).
+TEST_F(TwophaseStreams, OutOfPlaceCallsStreamWhereEveryMemberOffers) {
+  const int p = comm_.size(), me = comm_.rank();
+  if (p < 2) GTEST_SKIP() << "two members or more";
+  const size_t from = coll::twophase_segments(coll::profile_from_environment()).streams_from;
+  if (from == SIZE_MAX) GTEST_SKIP() << "the profile never streams (RANKFLOW_MACHINE=intel-emr)";
+  const bool streams = p == 2 && api::maps_peers(comm_);
+  const bool writes = api::maps_peers(comm_) && coll::process_memory_usable();
+  // A first call hands parts off with kernel writes, so every member's copies have reached its
+  // peers (a member writes only then).
+  {
+    std::vector<int32_t> a(size_t{1} << 17, 1), b(size_t{1} << 17);
+    comm_.allreduce(a.data(), b.data(), a.size(), DType::kI32, ReduceOp::kSum, "twophase");
+  }
+  const size_t count = from / sizeof(int32_t);
+  std::vector<int32_t> a(count), b(count);
+  for (int call = 0; call < 4; ++call) {
+    const bool in_place = call % 2 == 1;
+    for (size_t i = 0; i < count; ++i)
+      a[i] = input(i, call, me);
+    std::vector<int32_t>& recv = in_place ? a : b;
+    if (!in_place) std::fill(b.begin(), b.end(), -1);
+    const KernelCopies made = count_kernel_copies([&] {
+      comm_.allreduce(a.data(), recv.data(), count, DType::kI32, ReduceOp::kSum, "twophase");
+    });
+    const std::string what = "rank " + std::to_string(me) + ", call " + std::to_string(call) +
+                             (in_place ? " (in place)" : " (out of place)");
+    EXPECT_EQ(made.reads, 0u) << what;
+    if (!in_place && streams)
+      EXPECT_EQ(made.writes, 0u) << what << ": the parts should have been streamed";
+    else if (writes)
+      EXPECT_GT(made.writes, 0u) << what << ": the parts should have been handed off";
+    else
+      EXPECT_EQ(made.writes, 0u) << what;
+    EXPECT_EQ(wrong_elements(recv, call, p), 0u) << what;
+  }
+}
+
+}  // namespace
+}  // namespace rankflow::test
