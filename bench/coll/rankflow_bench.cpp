@@ -6,7 +6,10 @@
 // place), the same collective through MPI_* measured in interleaved batches, and the ratio of
 // bus bandwidths, plus the single-core memcpy ceiling at that size. Times are microseconds per
 // call, the max over ranks of each batch, the median over batches after a warm-up. Every size
-// is checked against MPI's result on the same inputs (#wrong must be 0).
+// is checked against MPI's result on the same inputs (#wrong must be 0). The algorithm column
+// is --algo for allreduce and "direct" for the others (nothing to force from the command line:
+// their override variables, RANKFLOW_BROADCAST and the others, do that); the last column, ran,
+// is the algorithm the out-of-place call actually ran, the table's choice for that size.
 #include <mpi.h>
 
 #include <unistd.h>
@@ -21,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "api/communicator_internal.h"
 #include "bench/coll/bench_options.h"
 #include "collectives/machine_profile.h"
 #include "collectives/stage_copy.h"
@@ -34,6 +38,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Row {
   std::string coll, algo, buffers;
+  std::string ran = "-";  // the algorithm the out-of-place call ran (its table's choice)
   size_t bytes = 0, count = 0;
   int root = -1;
   double oop_us = 0, ip_us = 0, mpi_us = 0, memcpy_gbs = 0;
@@ -305,6 +310,14 @@ class Driver {
     return bytes / *std::min_element(samples.begin(), samples.end()) / 1e9;
   }
 
+  // The algorithm the communicator chose for its latest call of `coll` ("pushed" for
+  // "broadcast(pushed)"), "-" for the barrier (it has one algorithm).
+  std::string chosen_by_the_last_call(const std::string& coll) const {
+    const std::string label = api::last_chosen_algorithm(comm_);
+    if (coll == "barrier" || label.rfind(coll + "(", 0) != 0) return "-";
+    return label.substr(coll.size() + 1, label.size() - coll.size() - 2);
+  }
+
   // One timed batch: `calls` calls each after `prepare` (fresh input: per_call), or `calls`
   // back to back.
   static double time_batch(const std::function<void()>& fn, const std::function<void()>& prepare,
@@ -340,6 +353,7 @@ class Driver {
       row.oop_us = median(times[w]);
       row.mpi_us = median(mpi_b);
       row.wrong_oop = row.coll == "barrier" ? 0 : check(row.coll, algo, row.count, false);
+      row.ran = chosen_by_the_last_call(row.coll);
       row.memcpy_gbs = row.coll == "barrier" ? 0 : memcpy_gbs(row.bytes);
       rows_.push_back(row);
       if (comm_.rank() == 0) print(row);
@@ -399,6 +413,7 @@ class Driver {
     row.ip_us = median(ip_b);
     row.mpi_us = median(mpi_b);
     row.wrong_oop = coll == "barrier" ? 0 : check(coll, algo, row.count, false);
+    row.ran = chosen_by_the_last_call(coll);
     row.wrong_ip = coll == "barrier" ? 0 : check(coll, algo, row.count, true);
     row.memcpy_gbs = coll == "barrier" ? 0 : memcpy_gbs(bytes);
     if (coll == "barrier") row.busbw_factor = 0;
@@ -432,23 +447,26 @@ class Driver {
                 static_cast<int>(comm_.machine_profile().size()), comm_.machine_profile().data(),
                 cpu.c_str());
     std::printf(
-        "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s\n",
+        "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s | "
+        "%s\n",
         "collective", "algorithm", "size", "count", "type", "redop", "time", "algbw", "busbw",
-        "#wrong", "time", "algbw", "busbw", "#wrong", "MPI time", "busbw", "ratio", "memcpy");
+        "#wrong", "time", "algbw", "busbw", "#wrong", "MPI time", "busbw", "ratio", "memcpy",
+        "ran");
     std::printf(
-        "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s\n",
+        "#%-14s %-18s %10s %10s %5s %5s | %9s %8s %8s %6s | %9s %8s %8s %6s | %9s %8s | %6s %7s | "
+        "%s\n",
         "", "", "(B)", "(elems)", "", "", "(us)", "(GB/s)", "(GB/s)", "oop", "(us)", "(GB/s)",
-        "(GB/s)", "ip", "(us)", "(GB/s)", "", "(GB/s)");
+        "(GB/s)", "ip", "(us)", "(GB/s)", "", "(GB/s)", "(oop)");
   }
 
   void print(const Row& r) const {
     std::printf(
         "%-15s %-18s %10zu %10zu %5s %5s | %9.2f %8.2f %8.2f %6ld | %9.2f %8.2f %8.2f %6ld | %9.2f "
-        "%8.2f | %6.2f %7.1f\n",
+        "%8.2f | %6.2f %7.1f | %s\n",
         r.coll.c_str(), r.algo.c_str(), r.bytes, r.count, "float", "sum", r.oop_us,
         r.algbw(r.oop_us), r.busbw(r.oop_us), r.wrong_oop, r.ip_us, r.algbw(r.ip_us),
         r.busbw(r.ip_us), r.wrong_ip, r.mpi_us, r.busbw(r.mpi_us),
-        r.oop_us > 0 ? r.mpi_us / r.oop_us : 0, r.memcpy_gbs);
+        r.oop_us > 0 ? r.mpi_us / r.oop_us : 0, r.memcpy_gbs, r.ran.c_str());
     std::fflush(stdout);
   }
 
@@ -464,8 +482,8 @@ class Driver {
           << ", \"oop_busbw\": " << r.busbw(r.oop_us) << ", \"oop_wrong\": " << r.wrong_oop
           << ", \"ip_us\": " << r.ip_us << ", \"ip_busbw\": " << r.busbw(r.ip_us)
           << ", \"ip_wrong\": " << r.wrong_ip << ", \"mpi_us\": " << r.mpi_us
-          << ", \"mpi_busbw\": " << r.busbw(r.mpi_us) << ", \"memcpy_gbs\": " << r.memcpy_gbs << "}"
-          << (i + 1 < rows_.size() ? "," : "") << "\n";
+          << ", \"mpi_busbw\": " << r.busbw(r.mpi_us) << ", \"memcpy_gbs\": " << r.memcpy_gbs
+          << ", \"ran\": \"" << r.ran << "\"}" << (i + 1 < rows_.size() ? "," : "") << "\n";
     }
     out << "]}\n";
   }
@@ -474,12 +492,12 @@ class Driver {
   void write_table() const {
     std::ofstream out(o_.table);
     out << "# collective algorithm bytes oop_us oop_busbw ip_us ip_busbw mpi_us mpi_busbw "
-           "memcpy_gbs wrong\n";
+           "memcpy_gbs wrong ran\n";
     for (const Row& r : rows_) {
       out << r.coll << " " << r.algo << " " << r.bytes << " " << r.oop_us << " "
           << r.busbw(r.oop_us) << " " << r.ip_us << " " << r.busbw(r.ip_us) << " " << r.mpi_us
           << " " << r.busbw(r.mpi_us) << " " << r.memcpy_gbs << " " << (r.wrong_oop + r.wrong_ip)
-          << "\n";
+          << " " << r.ran << "\n";
     }
   }
 

@@ -42,10 +42,19 @@ class AlgorithmChoice {
     if (log_choices_) {
       const auto& chosen = choose();
       table.log_choice(bytes, members, forced, chosen);
-      return chosen;
+      return remember(chosen);
     }
-    return memo_.find_or_choose(table, bytes, buffers, open_mpi, has_inbox, choose);
+    return remember(memo_.find_or_choose(table, bytes, buffers, open_mpi, has_inbox, choose));
   }
+  // Keeps `chosen` as the latest choice (last_chosen) and returns it; also for algorithms the
+  // caller names itself.
+  template <typename Algorithm>
+  const Algorithm& remember(const Algorithm& chosen) const {
+    last_chosen_ = chosen.label;
+    return chosen;
+  }
+  // The label of the algorithm chosen last ("broadcast(pushed)"), for benchmarks; "" before any.
+  const char* last_chosen() const { return last_chosen_; }
 
   const coll::Overrides& overrides() const { return overrides_; }
   const coll::MachineRules& machine() const { return machine_; }
@@ -56,6 +65,7 @@ class AlgorithmChoice {
   coll::MachineRules machine_;                 // the agreed profile's
   mutable coll::ChoiceMemo memo_;              // what select() chose, by table, size and buffers
   bool log_choices_ = log::enabled(env::LogLevel::kDebug);
+  mutable const char* last_chosen_ = "";
 };
 
 }  // namespace rankflow::api

@@ -40,6 +40,10 @@ const coll::MachineRules& machine_rules(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).machine();
 }
 
+const char* last_chosen_algorithm(const Communicator& communicator) {
+  return CommunicatorImpl::of(communicator).last_chosen_algorithm();
+}
+
 size_t staging_bytes(const Communicator& communicator) {
   return CommunicatorImpl::of(communicator).staging_bytes();
 }

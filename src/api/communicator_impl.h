@@ -304,7 +304,7 @@ class CommunicatorImpl {
                                                    coll::Buffers buffers, bool open_mpi) const {
     if (requested != "auto") {
       const coll::AllreduceAlgorithm& named = coll::allreduce_table().find(requested);
-      if (!named.open_mpi || open_mpi) return named;  // else the table's choice without it
+      if (!named.open_mpi || open_mpi) return choice_.remember(named);  // else the table's choice
     }
     return select(coll::allreduce_table(), bytes, buffers, open_mpi);
   }
@@ -364,6 +364,7 @@ class CommunicatorImpl {
   }
   const coll::Overrides& overrides() const { return choice_.overrides(); }
   const coll::MachineRules& machine() const { return choice_.machine(); }
+  const char* last_chosen_algorithm() const { return choice_.last_chosen(); }
 
  private:
   void live() const {
