@@ -16,6 +16,10 @@
 //                        memory), then member 0 offers to read in a third, stages nothing and
 //                        waits, and member 1 never comes: a Timeout naming rank, operation and
 //                        peer.
+//   streaming-peer-absent  with RANKFLOW_MACHINE=intel-emr: a 16 MiB plain allreduce
+//                        together, its parts streamed (no kernel copy on shared memory), then
+//                        member 1 never enters the second: a Timeout naming rank, operation and
+//                        peer.
 //   register-absent      one member never calls register_buffer: the others get Timeout
 //                        naming the operation.
 //   registered-absent    both register their arrays, then one member never enters the
@@ -163,6 +167,32 @@ bool reading_peer_absent(rankflow::Communicator& comm) {
                                    {"rank 0", "peer 1", "allreduce"});
 }
 
+// The plain twophase allreduce whose parts are streamed through the windows into recv
+// (TwophaseSegments::streams_from: 16 MiB under the intel-emr profile).
+bool streaming_peer_absent(rankflow::Communicator& comm) {
+  static std::vector<float> in(size_t{1} << 22, 1.0f), out(in.size());  // outlive the MPI_Abort
+  const uint64_t before =
+      rankflow::coll::process_memory_reads() + rankflow::coll::process_memory_writes();
+  comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32, rankflow::ReduceOp::kSum,
+                 "twophase");
+  const uint64_t copies =
+      rankflow::coll::process_memory_reads() + rankflow::coll::process_memory_writes() - before;
+  if (out.front() != 2.0f || out.back() != 2.0f || copies != 0) {
+    std::printf(
+        "chaos: FAILED: [rank %d] the streamed call together gave %g (%llu kernel copies)\n",
+        g_rank, out[0], static_cast<unsigned long long>(copies));
+    return false;
+  }
+  if (comm.rank() == 1) return true;  // never enters the second allreduce
+  return expect<rankflow::Timeout>("a 16 MiB plain allreduce, streamed, without member 1",
+                                   [&] {
+                                     comm.allreduce(in.data(), out.data(), in.size(),
+                                                    rankflow::DType::kF32, rankflow::ReduceOp::kSum,
+                                                    "twophase");
+                                   },
+                                   {"rank 0", "peer 1", "allreduce"});
+}
+
 bool register_absent(rankflow::Communicator& comm) {
   if (comm.rank() == 1) return true;  // never registers
   std::vector<float> data(1 << 16);
@@ -212,6 +242,8 @@ int main(int argc, char** argv) {
       ok = hand_off_absent(comm);
     else if (mode == "reading-peer-absent")
       ok = reading_peer_absent(comm);
+    else if (mode == "streaming-peer-absent")
+      ok = streaming_peer_absent(comm);
     else if (mode == "register-absent")
       ok = register_absent(comm);
     else if (mode == "registered-absent")
@@ -220,7 +252,8 @@ int main(int argc, char** argv) {
       std::printf("chaos: FAILED: unknown mode '%s'\n", mode.c_str());
     // After a member stayed away the members are out of step: nothing collective follows.
     if (mode == "split-absent" || mode == "peer-absent" || mode == "hand-off-absent" ||
-        mode == "reading-peer-absent" || mode == "register-absent" || mode == "registered-absent") {
+        mode == "reading-peer-absent" || mode == "streaming-peer-absent" ||
+        mode == "register-absent" || mode == "registered-absent") {
       int all = ok ? 1 : 0;
       MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
       if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());
