@@ -13,11 +13,12 @@
 // member streams the peer's part out of the peer's window, with non-temporal stores (a recv that
 // large is not in cache: ordinary stores would fetch every line first, and the kernel's copies
 // into it run at a third of a stream's speed). Two rounds a segment and a closing one. Where every
-// member offers (allreduce_twophase_read.h), nothing is staged: after the first round each owner
-// reads its part of the peers' inputs and writes the sum into their recv, then the closing round;
-// where only some offered, one more round lets them stage the first segment. Runs on the thread
-// that drives the collective.
+// member offers to read instead (allreduce_twophase_read.h), nothing is staged: after the first
+// round each owner reads its part of the peers' inputs and writes the sum into their recv, then the
+// closing round; where only some offered, one more round lets them stage the first segment. Runs on
+// the thread that drives the collective.
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <optional>
 
@@ -45,29 +46,34 @@ void deliver_block(CollContext& c, size_t dst, const std::byte* block, size_t by
 }
 
 // Where reduce_part puts the reduced part: into dst in the window (and the caller's recv too,
-// when given, with ordinary stores or non-temporal ones: offers_to_stream), or only into the
-// caller's recv (the owner then writes it into its peers' recv).
+// when given, with ordinary stores or non-temporal ones where every member streams:
+// PartHandOff::everyone_streams), or only into the caller's recv (the owner then writes it into
+// its peers' recv).
 enum class PartGoes { kToWindow, kToWindowAndStreamed, kToRecvOnly };
 
 // Whether this member offers to stream the parts into recv (TwophaseSegments::streams_from):
 // two members that map each other's windows, a call in segments (so the window's first segment
 // is reused and stays in cache), out of place (in place, recv is the input this member has just
-// read, in cache: the hand-off's copies are faster there). The call streams where every member
-// offered (PartHandOff::everyone_streams).
+// read, in cache: the hand-off's copies are faster there), no wider accumulator. The call
+// streams where every member offered (PartHandOff::everyone_streams).
 bool offers_to_stream(const CollContext& c, const AllreduceArgs& a, size_t segment) {
-  const size_t bytes = a.count * a.reducer->elem_size;
-  const bool apart = a.src_ptr + bytes <= a.dst_ptr || a.dst_ptr + bytes <= a.src_ptr;
-  return c.size() == 2 && c.eager() && a.src_ptr != nullptr && a.dst_ptr != nullptr && apart &&
-         segment < a.count && a.reducer->acc_size == a.reducer->elem_size &&
-         bytes >= a.segments.streams_from;
+  return c.size() == 2 && c.eager() && plain_and_apart(a) && segment < a.count &&
+         a.reducer->acc_size == a.reducer->elem_size &&
+         a.count * a.reducer->elem_size >= a.segments.streams_from;
 }
 
-// The offer this member makes in its PartHandOff header.
+// The offer this member makes in its PartHandOff header: reading where
+// RANKFLOW_CROSS_MEMORY_DIRECTION=read forces it, else streaming where it may, else reading
+// where the profile says so.
 PartHandOff::Offer offer_of(CollContext& c, const AllreduceArgs& a, size_t segment) {
+  const bool reads = twophase_offers_reads(c, a);
+  if (reads && twophase_reads_forced()) return PartHandOff::Offer::kReads;
   if (offers_to_stream(c, a, segment)) return PartHandOff::Offer::kStreams;
-  if (twophase_offers_reads(c, a)) return PartHandOff::Offer::kReads;
-  return PartHandOff::Offer::kHandOff;
+  return reads ? PartHandOff::Offer::kReads : PartHandOff::Offer::kHandOff;
 }
+
+// A plain twophase call that streamed its parts, for tests (twophase_streamed_calls).
+std::atomic<uint64_t> g_streamed_calls{0};
 
 // Copies the reduced block at `out` into the caller's recv at `to`.
 void copy_into_recv(std::byte* to, const std::byte* out, size_t bytes, PartGoes goes) {
@@ -100,6 +106,8 @@ void reduce_part(CollContext& c, const AllreduceArgs& a, Segment mine, bool deli
     }
     return;
   }
+  // A wider accumulator (f16, bf16): never streamed (offers_to_stream), so `goes` is kToWindow
+  // or kToRecvOnly here.
   std::byte* acc = c.scratch(mine.count * r.acc_size);
   std::byte* fallback = c.scratch2(mine.count * es);
   accumulate_inputs(r, acc, mine.count, n, [&](int p) {
@@ -131,7 +139,7 @@ void stage_for_peers(CollContext& c, const AllreduceArgs& a) {
 
 // Allgather: each part from its owner, into the caller's memory when a.dst_ptr (our own part
 // went there block by block as it was reduced, while in cache); `streamed`: straight out of the
-// owner's mapped window with non-temporal stores (parts_stream).
+// owner's mapped window with non-temporal stores (PartHandOff::everyone_streams).
 void gather_parts(CollContext& c, const AllreduceArgs& a, bool streamed = false) {
   const size_t es = a.reducer->elem_size;
   std::byte* out = a.dst_ptr ? a.dst_ptr : c.local(a.dst);
@@ -185,6 +193,10 @@ void throw_if_part_missing(CollContext& c, const PartHandOff& peers) {
 // last segment (so no hand-off) ran no faster than whole (8 MiB x1.58 against x1.62, 16 MiB x1.63
 // against x1.86, three alternated launches,
 // docs/data/ab-amd-zen5-2026-12-05-fetch-ahead/twophase-odd-segments.log).
+uint64_t twophase_streamed_calls() {
+  return g_streamed_calls.load(std::memory_order_relaxed);
+}
+
 size_t twophase_segment_elements(size_t count, size_t elem_size, const TwophaseSegments& split) {
   if (count * elem_size > split.segmented_up_to) return count;
   const size_t max_segments = std::max<size_t>(1, split.max_segments);
@@ -261,6 +273,7 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
         break;
       }
       streamed = hand_off->everyone_streams();
+      if (streamed) g_streamed_calls.fetch_add(1, std::memory_order_relaxed);
       if (hand_off->anyone_reads()) {  // a second round, once the offering members staged
         if (offering) stage_for_peers(c, s);
         c.notify_all(kReady);

@@ -44,13 +44,14 @@ bool reads_at_this_size(const CollContext& c, const AllreduceArgs& a) {
 
 }  // namespace
 
+bool twophase_reads_forced() {
+  static const bool forced = env::cross_memory_direction() == env::CrossMemoryDirection::kRead;
+  return forced;
+}
+
 bool twophase_offers_reads(CollContext& c, const AllreduceArgs& a) {
-  const size_t bytes = a.count * a.reducer->elem_size;
-  const bool apart =
-      a.src_ptr + bytes <= a.dst_ptr || a.dst_ptr + bytes <= a.src_ptr;  // out of place
-  if (a.src_ptr == nullptr || a.dst_ptr == nullptr || !apart ||
-      a.reducer->acc_size != a.reducer->elem_size || !process_memory_usable() ||
-      !reads_at_this_size(c, a))
+  if (!plain_and_apart(a) || a.reducer->acc_size != a.reducer->elem_size ||
+      !process_memory_usable() || !reads_at_this_size(c, a))
     return false;
   for (int d = 1; d < c.size(); ++d)
     if (!copies_reached(c.team().process_of(c.peer(d)))) return false;

@@ -14,6 +14,9 @@ namespace rankflow::coll {
 // Whether this member offers, in its PartHandOff header, to read its part of its peers' inputs
 // in a call of `a` (plain, out of place, whole-precision accumulation; see the .cpp).
 bool twophase_offers_reads(CollContext& c, const AllreduceArgs& a);
+// Whether RANKFLOW_CROSS_MEMORY_DIRECTION=read asks for reads at every size (then a member
+// offers to read rather than to stream the parts: TwophaseSegments::streams_from).
+bool twophase_reads_forced();
 
 // Before the first kReady, where this member offers: takes what the reading needs (scratch on
 // three members or more), so that nothing after its peers rely on it can fail for memory.

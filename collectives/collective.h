@@ -33,6 +33,9 @@ struct TwophaseSegments {
   size_t reads_from = SIZE_MAX;
   size_t streams_from = SIZE_MAX;
 };
+// How many plain twophase calls of this process streamed their parts (every member offered:
+// TwophaseSegments::streams_from), for tests.
+uint64_t twophase_streamed_calls();
 // Elements per segment of a plain twophase allreduce of `count` elements of `elem_size` bytes
 // (`count` itself where the call goes whole).
 size_t twophase_segment_elements(size_t count, size_t elem_size, const TwophaseSegments& split);
@@ -50,6 +53,14 @@ struct AllreduceArgs {
   std::byte* dst_ptr = nullptr;
   TwophaseSegments segments{};  // plain twophase only
 };
+
+// Both of a call's buffers the caller's own memory (src_ptr and dst_ptr set) and apart: a plain
+// call out of place.
+inline bool plain_and_apart(const AllreduceArgs& a) {
+  if (a.src_ptr == nullptr || a.dst_ptr == nullptr) return false;
+  const size_t bytes = a.count * a.reducer->elem_size;
+  return a.src_ptr + bytes <= a.dst_ptr || a.dst_ptr + bytes <= a.src_ptr;
+}
 
 // True when onephase pushes the message through the low-latency inbox (flag and data in one
 // message, one round, any local memory for src and dst).

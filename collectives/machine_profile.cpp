@@ -192,7 +192,10 @@ constexpr MachineChoice kIntelEmr[] = {
 // (which still hands off) level. The floor without a library, from settled caches
 // (allreduce-cold.cpp), 16 MiB: 3.2-3.7 ms against the reading protocol's 4.2-4.7; not settled,
 // 4 MiB: 0.69 ms against 0.51, so smaller calls keep reading.
-constexpr TwophaseSegments kIntelEmrTwophase{SIZE_MAX, SIZE_MAX, 2 * MiB, 16 * MiB};
+constexpr TwophaseSegments kIntelEmrTwophase{.segmented_up_to = SIZE_MAX,
+                                             .max_segments = SIZE_MAX,
+                                             .reads_from = 2 * MiB,
+                                             .streams_from = 16 * MiB};
 constexpr size_t kIntelEmrStreamOwnBlockFromRecv = 16 * MiB;
 
 constexpr MachineProfile kProfiles[] = {

@@ -413,7 +413,7 @@ class Driver {
     row.ip_us = median(ip_b);
     row.mpi_us = median(mpi_b);
     row.wrong_oop = coll == "barrier" ? 0 : check(coll, algo, row.count, false);
-    row.ran = chosen_by_the_last_call(coll);
+    row.ran = chosen_by_the_last_call(coll);  // check() ran the out-of-place call last
     row.wrong_ip = coll == "barrier" ? 0 : check(coll, algo, row.count, true);
     row.memcpy_gbs = coll == "barrier" ? 0 : memcpy_gbs(bytes);
     if (coll == "barrier") row.busbw_factor = 0;

@@ -26,8 +26,9 @@ size_t staged_collectives(const Communicator& communicator);
 // The machine profile's rules `communicator`'s members agreed on (collectives/machine_profile.h),
 // for tests that work out which algorithm a call takes.
 const coll::MachineRules& machine_rules(const Communicator& communicator);
-// The label of the algorithm `communicator` chose for its latest collective
-// ("broadcast(pushed)", "allreduce(twophase)"; "" before any): what rankflow-bench prints.
+// The label of the algorithm `communicator` chose for its latest collective that chose one
+// (the barrier has a single algorithm and chooses none): "broadcast(pushed)",
+// "allreduce(twophase)"; "" before any. What rankflow-bench prints as `ran`.
 const char* last_chosen_algorithm(const Communicator& communicator);
 // The bytes each of the staging window's two buffers holds now.
 size_t staging_bytes(const Communicator& communicator);

@@ -19,7 +19,7 @@
 //   streaming-peer-absent  with RANKFLOW_MACHINE=intel-emr: a 16 MiB plain allreduce
 //                        together, its parts streamed (no kernel copy on shared memory), then
 //                        member 1 never enters the second: a Timeout naming rank, operation and
-//                        peer.
+//                        peer (at the call's first round, which every twophase path shares).
 //   register-absent      one member never calls register_buffer: the others get Timeout
 //                        naming the operation.
 //   registered-absent    both register their arrays, then one member never enters the

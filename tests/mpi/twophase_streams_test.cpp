@@ -2,19 +2,22 @@
 // allreduce_twophase.cpp): from that size, on two members that map each other's windows, a call
 // out of place neither reads nor hands off. Each owner reduces its part into its window and
 // streams it into its recv, each member streams its peer's part out of the peer's window: the
-// call makes no kernel copy at all. In place (every member offers the hand-off instead), every
-// member hands its part off, with kernel writes where its copies reach the peer. Every element
-// is checked (i32 sums, exact). The ctest entries force the intel-emr
-// profile (streams from 16 MiB); with three members, or under UCX_TLS=tcp,self (nobody maps),
-// nobody streams.
+// call makes no kernel copy at all, and counts as streamed (coll::twophase_streamed_calls). In
+// place (every member offers the hand-off instead), every member hands its part off, with kernel
+// writes where its copies reach the peer. Every element is checked (i32 sums, exact), with member
+// 1 late into some calls and each out-of-place call into another recv. The ctest entries force
+// the intel-emr profile (streams from 16 MiB); with three members, or under UCX_TLS=tcp,self
+// (nobody maps), nobody streams.
 #include <gtest/gtest.h>
 
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "api/communicator_internal.h"
@@ -33,11 +36,11 @@ class TwophaseStreams : public ::testing::Test {
   Communicator comm_ = Communicator::from_mpi(MPI_COMM_SELF);
 };
 
-int32_t input(size_t i, int call, int rank) {
+int32_t streamed_input(size_t i, int call, int rank) {
   return static_cast<int32_t>((i * 5 + static_cast<size_t>(call)) % 997) * (rank + 1);
 }
 
-size_t wrong_elements(const std::vector<int32_t>& recv, int call, int members) {
+size_t wrong_sums(const std::vector<int32_t>& recv, int call, int members) {
   const int32_t ranks = members * (members + 1) / 2;
   size_t wrong = 0;
   for (size_t i = 0; i < recv.size(); ++i)
@@ -45,55 +48,70 @@ size_t wrong_elements(const std::vector<int32_t>& recv, int call, int members) {
   return wrong;
 }
 
-// The kernel copies one call of this member made.
-struct KernelCopies {
+// What one call of this member did: its kernel copies, and whether it streamed.
+struct CallCounts {
   uint64_t reads;
   uint64_t writes;
+  uint64_t streamed;
 };
 
-KernelCopies count_kernel_copies(const std::function<void()>& call) {
-  const uint64_t reads = coll::process_memory_reads(), writes = coll::process_memory_writes();
+CallCounts count_during(const std::function<void()>& call) {
+  const uint64_t reads = coll::process_memory_reads(), writes = coll::process_memory_writes(),
+                 streamed = coll::twophase_streamed_calls();
   call();
-  return {coll::process_memory_reads() - reads, coll::process_memory_writes() - writes};
+  return {coll::process_memory_reads() - reads, coll::process_memory_writes() - writes,
+          coll::twophase_streamed_calls() - streamed};
 }
 
-// Calls of the profile's first streaming size, alternately out of place (streamed: no kernel
-// copy; into a recv of -1s) and in place (handed off: kernel writes, where this member's copies
-// reach its peer).
+// Calls of the agreed profile's first streaming size: out of place (streamed, no kernel copy;
+// into a recv of -1s, two recvs in turn) and in place (handed off: kernel writes, where this
+// member's copies reach its peer), member 1 late into every other call.
 TEST_F(TwophaseStreams, OutOfPlaceCallsStreamWhereEveryMemberOffers) {
   const int p = comm_.size(), me = comm_.rank();
   if (p < 2) GTEST_SKIP() << "two members or more";
-  const size_t from = coll::twophase_segments(coll::profile_from_environment()).streams_from;
-  if (from == SIZE_MAX) GTEST_SKIP() << "the profile never streams (RANKFLOW_MACHINE=intel-emr)";
+  const coll::MachineProfile* agreed = api::machine_rules(comm_).profile;
+  const size_t from = coll::twophase_segments(agreed).streams_from;
+  const char* forced = std::getenv("RANKFLOW_MACHINE");
+  if (from == SIZE_MAX) {
+    ASSERT_TRUE(forced == nullptr || std::string(forced) != "intel-emr")
+        << "RANKFLOW_MACHINE=intel-emr, but the agreed profile never streams";
+    GTEST_SKIP() << "the agreed profile never streams (RANKFLOW_MACHINE=intel-emr does)";
+  }
   const bool streams = p == 2 && api::maps_peers(comm_);
   const bool writes = api::maps_peers(comm_) && coll::process_memory_usable();
-  // A first call hands parts off with kernel writes, so every member's copies have reached its
-  // peers (a member writes only then).
+  // A first call, so that an in-place call's hand-off writes where it can (a member writes into
+  // a peer's recv once its first kernel copy to that peer has gone through).
   {
     std::vector<int32_t> a(size_t{1} << 17, 1), b(size_t{1} << 17);
     comm_.allreduce(a.data(), b.data(), a.size(), DType::kI32, ReduceOp::kSum, "twophase");
   }
   const size_t count = from / sizeof(int32_t);
-  std::vector<int32_t> a(count), b(count);
-  for (int call = 0; call < 4; ++call) {
-    const bool in_place = call % 2 == 1;
+  std::vector<int32_t> a(count),
+      recvs[2] = {std::vector<int32_t>(count), std::vector<int32_t>(count)};
+  for (int call = 0; call < 6; ++call) {
+    const bool in_place = call % 3 == 2;
     for (size_t i = 0; i < count; ++i)
-      a[i] = input(i, call, me);
-    std::vector<int32_t>& recv = in_place ? a : b;
-    if (!in_place) std::fill(b.begin(), b.end(), -1);
-    const KernelCopies made = count_kernel_copies([&] {
+      a[i] = streamed_input(i, call, me);
+    std::vector<int32_t>& recv = in_place ? a : recvs[call % 2];
+    if (!in_place) std::fill(recv.begin(), recv.end(), -1);
+    if (me == 1 && call % 2 == 1) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const CallCounts made = count_during([&] {
       comm_.allreduce(a.data(), recv.data(), count, DType::kI32, ReduceOp::kSum, "twophase");
     });
     const std::string what = "rank " + std::to_string(me) + ", call " + std::to_string(call) +
                              (in_place ? " (in place)" : " (out of place)");
     EXPECT_EQ(made.reads, 0u) << what;
-    if (!in_place && streams)
+    if (!in_place && streams) {
+      EXPECT_EQ(made.streamed, 1u) << what;
       EXPECT_EQ(made.writes, 0u) << what << ": the parts should have been streamed";
-    else if (writes)
-      EXPECT_GT(made.writes, 0u) << what << ": the parts should have been handed off";
-    else
-      EXPECT_EQ(made.writes, 0u) << what;
-    EXPECT_EQ(wrong_elements(recv, call, p), 0u) << what;
+    } else {
+      EXPECT_EQ(made.streamed, 0u) << what;
+      if (writes)
+        EXPECT_GT(made.writes, 0u) << what << ": the parts should have been handed off";
+      else
+        EXPECT_EQ(made.writes, 0u) << what;
+    }
+    EXPECT_EQ(wrong_sums(recv, call, p), 0u) << what;
   }
 }
 
