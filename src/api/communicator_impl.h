@@ -128,6 +128,10 @@ class CommunicatorImpl {
     if (comm_ == MPI_COMM_NULL) return;
     transport::ProgressThread::Guard guard(progress_thread());
     finish_outstanding();
+    // A blocking call that ended in a Timeout leaves its task suspended, and the task's frame may
+    // hold pieces of the windows (a plain twophase call's hand-off header, which it clears when
+    // destroyed): destroyed here, while the windows are still there.
+    blocking_.task = coll::CollTask();
     placement_->close();
     MPI_Comm_free(&comm_);
   }

@@ -422,5 +422,25 @@ TEST(CommunicatorTest, MissingPeerEndsInTimeoutNamingCollectiveRankAndPeer) {
   comm.close();
 }
 
+// A call that timed out leaves its task suspended inside the communicator; closing it must
+// discard that task before the windows go. A plain twophase call of 4 MiB keeps a record in the
+// staging window (its hand-off header, collectives/part_hand_off.h) that it clears when the task
+// is destroyed: destroyed after close(), it wrote into unmapped memory.
+TEST(CommunicatorTest, CloseAfterATimeoutInAPlainTwophaseCall) {
+  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
+  if (comm.size() < 2) GTEST_SKIP() << "needs a peer";
+  std::vector<float> in(size_t{1} << 20, 1.0f), out(in.size());
+  // Together first: the staging window grows to fit (that growth is collective too).
+  comm.allreduce(in.data(), out.data(), in.size(), DType::kF32, ReduceOp::kSum, "twophase");
+  EXPECT_EQ(out.back(), static_cast<float>(comm.size()));
+  comm.set_timeout(std::chrono::milliseconds(300));
+  if (comm.rank() == 0) {
+    EXPECT_THROW(
+        comm.allreduce(in.data(), out.data(), in.size(), DType::kF32, ReduceOp::kSum, "twophase"),
+        Timeout);
+  }
+  comm.close();  // and the communicator's destruction at the end of the scope
+}
+
 }  // namespace
 }  // namespace rankflow::test
