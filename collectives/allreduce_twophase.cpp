@@ -267,6 +267,16 @@ CollTask allreduce_twophase(CollContext& c, AllreduceArgs a) {
       co_await c.await(c.peer(-d), kReady);
     if (index == 0 && hand_off) {
       hand_off->learn_peers();
+      if (const int unlike = hand_off->member_unlike_in_place(); unlike >= 0) {
+        // Every member sees it: one closing round, so that no member's next call overwrites its
+        // header before every peer has read it, then this member's signals delivered (over TCP
+        // they need its progress) and the error.
+        c.notify_all(kDone);
+        for (int d = 1; d < n; ++d)
+          co_await c.await(c.peer(-d), kDone);
+        c.complete_fetches();
+        hand_off->throw_in_place_mismatch(unlike);
+      }
       if (hand_off->everyone_reads()) {  // allreduce_twophase_read.h: the whole message, here
         read_parts = true;
         if (!reduce_part_by_reading(c, a, *hand_off)) hand_off->say_part_missing();

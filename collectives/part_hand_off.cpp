@@ -2,8 +2,10 @@
 #include "collectives/part_hand_off.h"
 
 #include <cstring>
+#include <string>
 
 #include "collectives/process_memory.h"
+#include "rankflow/error.h"
 
 namespace rankflow::coll {
 
@@ -57,6 +59,23 @@ void PartHandOff::learn_peers() {
   peers_.resize(static_cast<size_t>(c_.size()));
   for (int d = 1; d < c_.size(); ++d)
     peers_[c_.peer(d)] = c_.read_record<Header>(c_.peer(d), header_at(c_.peer(d)));
+}
+
+int PartHandOff::member_unlike_in_place() const {
+  const bool in_place = a_.src_ptr == a_.dst_ptr;
+  for (int d = 1; d < c_.size(); ++d) {
+    const Header& peer = peers_[c_.peer(d)];
+    if ((peer.send == peer.recv) != in_place) return c_.peer(d);
+  }
+  return -1;
+}
+
+void PartHandOff::throw_in_place_mismatch(int member) const {
+  const bool in_place = a_.src_ptr == a_.dst_ptr;
+  throw InvalidArgument("allreduce: rank " + std::to_string(c_.rank()) + " calls " +
+                        (in_place ? "in place (send == recv)" : "out of place") + " but member " +
+                        std::to_string(member) + " does not: a call is in place on every " +
+                        "member or on none (as MPI_IN_PLACE)");
 }
 
 bool PartHandOff::everyone_offers(Offer offer) const {

@@ -52,6 +52,13 @@ class PartHandOff {
 
   // After the first segment's kReady: every peer's header.
   void learn_peers();
+  // After learn_peers: a member that calls in place (send == recv) where this one does not, or
+  // the other way round (-1: none). Such a call is not valid (in place is on every member or
+  // none, as MPI_IN_PLACE), and in segments it would return wrong results: the staging window
+  // lays the two out differently. Every member sees it alike.
+  int member_unlike_in_place() const;
+  // The InvalidArgument for it, naming this rank and `member`.
+  [[noreturn]] void throw_in_place_mismatch(int member) const;
   // After learn_peers: whether this member and every peer offered to read (the call then runs
   // the reading protocol), and whether any member did.
   bool everyone_reads() const { return everyone_offers(Offer::kReads); }

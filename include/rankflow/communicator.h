@@ -9,15 +9,17 @@
 // Every call is collective over the communicator: all members call it in the same order with
 // the same counts. send == recv means in place, on every member of the call or on none (as with
 // MPI_IN_PLACE): the staged paths lay the two out differently in the window, and a call that
-// mixes them may return wrong results (not detected). Buffers may be any memory; buffers from
-// alloc() (send and recv in the same allocation), and a domain's buffers on the domain's
-// communicator, skip the staging copies. Every member of a call passes the same kind: all symmetric
-// (alloc or domain memory) or all plain, since the tables choose the algorithm by kind; members
-// that mix kinds may choose different algorithms and end in rankflow::Timeout. RANKFLOW_ALLREDUCE,
-// RANKFLOW_ALLGATHER, RANKFLOW_REDUCE_SCATTER, RANKFLOW_BROADCAST and RANKFLOW_ALL_TO_ALL, read
-// here at creation, override the algorithm choice where the named algorithm can serve the message
-// (docs/collectives.md). Errors are rankflow::Error; a member that never arrives ends the call with
-// rankflow::Timeout after RANKFLOW_TIMEOUT_S. One thread at a time may use a communicator.
+// mixes them may return wrong results (detected only by the plain twophase allreduce where it
+// hands its parts off, from 16 KiB on two members: InvalidArgument on every member). Buffers may be
+// any memory; buffers from alloc() (send and recv in the same allocation), and a domain's buffers
+// on the domain's communicator, skip the staging copies. Every member of a call passes the same
+// kind: all symmetric (alloc or domain memory) or all plain, since the tables choose the algorithm
+// by kind; members that mix kinds may choose different algorithms and end in rankflow::Timeout.
+// RANKFLOW_ALLREDUCE, RANKFLOW_ALLGATHER, RANKFLOW_REDUCE_SCATTER, RANKFLOW_BROADCAST and
+// RANKFLOW_ALL_TO_ALL, read here at creation, override the algorithm choice where the named
+// algorithm can serve the message (docs/collectives.md). Errors are rankflow::Error; a member that
+// never arrives ends the call with rankflow::Timeout after RANKFLOW_TIMEOUT_S. One thread at a time
+// may use a communicator.
 //
 // The progress rule. When a blocking collective returns, nothing that any peer needs from this
 // rank still depends on this rank calling into rankflow again: the program may go straight

@@ -8,6 +8,7 @@
 // 1 late into some calls and each out-of-place call into another recv. The ctest entries force
 // the intel-emr profile (streams from 16 MiB); with three members, or under UCX_TLS=tcp,self
 // (nobody maps), nobody streams.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <mpi.h>
@@ -25,6 +26,7 @@
 #include "collectives/machine_profile.h"
 #include "collectives/process_memory.h"
 #include "rankflow/communicator.h"
+#include "rankflow/error.h"
 
 namespace rankflow::test {
 namespace {
@@ -113,6 +115,29 @@ TEST_F(TwophaseStreams, OutOfPlaceCallsStreamWhereEveryMemberOffers) {
     }
     EXPECT_EQ(wrong_sums(recv, call, p), 0u) << what;
   }
+}
+
+// A plain twophase call in equal segments (4 MiB: four of 1 MiB, handed off) in place on member
+// 0 only: every member throws InvalidArgument naming in place (PartHandOff::check_in_place_alike),
+// and the next call, in place on every member, is right.
+TEST_F(TwophaseStreams, InPlaceOnSomeMembersOnlyIsInvalidArgument) {
+  const int p = comm_.size(), me = comm_.rank();
+  if (p < 2) GTEST_SKIP() << "two members or more";
+  const size_t count = (size_t{4} << 20) / sizeof(int32_t);
+  std::vector<int32_t> a(count), b(count);
+  for (size_t i = 0; i < count; ++i)
+    a[i] = streamed_input(i, 0, me);
+  int32_t* recv = me == 0 ? a.data() : b.data();
+  try {
+    comm_.allreduce(a.data(), recv, count, DType::kI32, ReduceOp::kSum, "twophase");
+    ADD_FAILURE() << "rank " << me << ": no error for a call in place on member 0 only";
+  } catch (const InvalidArgument& e) {
+    EXPECT_THAT(e.what(), ::testing::HasSubstr("in place on every member or on none")) << e.what();
+  }
+  for (size_t i = 0; i < count; ++i)
+    a[i] = streamed_input(i, 1, me);
+  comm_.allreduce(a.data(), a.data(), count, DType::kI32, ReduceOp::kSum, "twophase");
+  EXPECT_EQ(wrong_sums(a, 1, p), 0u) << "rank " << me << ": the next call, in place on all";
 }
 
 }  // namespace
