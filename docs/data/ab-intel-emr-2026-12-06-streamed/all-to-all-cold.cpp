@@ -6,41 +6,8 @@
 //   ring : own block streamed; the peer's block copied chunk by chunk into my slot of a shared
 //          ring, flagged; the peer streams it out into its recv and flags it consumed
 // ./a2acold BYTES VARIANT CHUNK [DEPTH]
-#include <immintrin.h>
-#include <sched.h>
-#include <sys/mman.h>
-#include <sys/uio.h>
-#include <sys/wait.h>
-#include <unistd.h>
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <string>
-#include <vector>
-using clk = std::chrono::steady_clock;
-struct alignas(64) Flag { std::atomic<long> v; char pad[56]; };
+#include "floor-common.h"
 struct Shared { Flag ready[2], consumed[2], done[2], start[2]; char* send[2]; char* recv[2]; pid_t pid[2]; double us[2]; };
-static void pin(int c) { cpu_set_t s; CPU_ZERO(&s); CPU_SET(c, &s); sched_setaffinity(0, sizeof s, &s); }
-static void waitfor(std::atomic<long>& a, long v) { while (a.load(std::memory_order_acquire) < v) _mm_pause(); }
-static void ntcopy(char* d, const char* s, size_t n) {
-  size_t head = (32 - ((uintptr_t)d % 32)) % 32; if (head > n) head = n;
-  memcpy(d, s, head); d += head; s += head; n -= head;
-  size_t body = n / 128 * 128;
-  for (size_t i = 0; i < body; i += 128) {
-    __m256i a = _mm256_loadu_si256((const __m256i*)(s + i)), b = _mm256_loadu_si256((const __m256i*)(s + i + 32)),
-            c = _mm256_loadu_si256((const __m256i*)(s + i + 64)), e = _mm256_loadu_si256((const __m256i*)(s + i + 96));
-    _mm256_stream_si256((__m256i*)(d + i), a); _mm256_stream_si256((__m256i*)(d + i + 32), b);
-    _mm256_stream_si256((__m256i*)(d + i + 64), c); _mm256_stream_si256((__m256i*)(d + i + 96), e);
-  }
-  _mm_sfence(); memcpy(d + body, s + body, n - body);
-}
-static void writev(pid_t pid, void* to, const void* from, size_t n) {
-  iovec l{const_cast<void*>(from), n}, r{to, n};
-  if (process_vm_writev(pid, &l, 1, &r, 1, 0) != (ssize_t)n) abort();
-}
 int main(int argc, char** argv) {
   const size_t B = strtoull(argv[1], 0, 0);
   const std::string v = argv[2];
