@@ -179,7 +179,9 @@ class Communicator {
   Request iall_to_all(const void* send, void* recv, size_t count, DType dtype) const;
   Request ibarrier() const;
 
-  // The limit of every wait inside this communicator's collectives (default RANKFLOW_TIMEOUT_S).
+  // The limit of every wait inside this communicator's collectives (default RANKFLOW_TIMEOUT_S),
+  // including the MPI waits of the windows a call makes or releases (the staging window growing
+  // for a larger call on plain memory), alloc, register_buffer and split's arrival.
   // After a Timeout the communicator's members are out of step: close it and make a new one.
   void set_timeout(std::chrono::nanoseconds timeout);
 

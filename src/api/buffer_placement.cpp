@@ -217,6 +217,9 @@ size_t BufferPlacement::alternate_half(size_t bytes) const {
 // The old window goes first (its memory may be needed for the new one). If the new one cannot be
 // made, there is none until the next staged call tries again.
 void BufferPlacement::grow_staging(size_t bytes) {
+  // The windows' MPI waits name the growth and take the communicator's limit.
+  const std::string growing = "growing the staging window to " + std::to_string(bytes) + " bytes";
+  const transport::Context::CallScope scope(growing, timeout_);
   if (staging_) staging_->team().close();
   staging_.reset();
   stage_bytes_ = 0;

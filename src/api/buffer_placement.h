@@ -101,6 +101,8 @@ class BufferPlacement {
   size_t alternate_half(size_t bytes) const;
 
   void set_timeout(std::chrono::nanoseconds timeout);
+  // The communicator's set_timeout, or 0 where none was set (RANKFLOW_TIMEOUT_S applies).
+  std::chrono::nanoseconds timeout() const { return timeout_; }
   // Collective: releases the staging window and the adopted windows' collective teams.
   void close();
 

@@ -15,6 +15,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -145,6 +146,7 @@ class CommunicatorImpl {
 
   SymmetricBuffer alloc(size_t bytes) {
     live();
+    const transport::Context::CallScope scope = call_scope("Communicator::alloc");
     return SymmetricBuffer(placement_->alloc(bytes));
   }
 
@@ -155,6 +157,7 @@ class CommunicatorImpl {
     transport::ProgressThread::Guard guard(progress_thread());
     live();
     finish_outstanding();
+    const transport::Context::CallScope scope = call_scope("");
     size_t largest = 0;
     auto registration = registrations_->add(ptr, bytes, largest);
     if (!placement_->registered().attach(registration)) placement_->prepare_staging(largest);
@@ -222,6 +225,7 @@ class CommunicatorImpl {
   void wait_for_every_member(const char* operation) {
     if (comm_ == MPI_COMM_NULL)
       throw InvalidState(std::string(operation) + ": communicator used after close()");
+    const transport::Context::CallScope scope = call_scope("");
     MPI_Request request;
     transport::check_mpi(MPI_Ibarrier(comm_, &request), "MPI_Ibarrier");
     context_->mpi_wait(request, std::string(operation) + " (member " + std::to_string(rank_) +
@@ -236,6 +240,7 @@ class CommunicatorImpl {
   void prepare_pair(RequestState& state, const char* operation, const void* send, size_t send_bytes,
                     void* recv, size_t recv_bytes, bool copy_in, bool copy_out, bool stream_in,
                     Make&& make) {
+    const transport::Context::CallScope scope = call_scope(operation);
     api::Placement p =
         placement_->place_pair(send, send_bytes, recv, recv_bytes, copy_in, copy_out, stream_in);
     state.context = p.context;
@@ -254,6 +259,7 @@ class CommunicatorImpl {
   // A blocking call's algorithm may wait for its peers in make() (CollContext::call_blocks).
   template <typename Make>
   void prepare_local(RequestState& state, const char* operation, bool blocking, Make&& make) {
+    const transport::Context::CallScope scope = call_scope(operation);
     state.context = &placement_->staging();
     state.context->set_operation(operation);
     coll::CollContext::CallBlocks blocks(*state.context, blocking);
@@ -373,6 +379,11 @@ class CommunicatorImpl {
  private:
   void live() const {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
+  }
+  // The scope of one call's MPI waits (window growth and release, arrival, registration): its
+  // diagnostics name `operation`, and they take the communicator's set_timeout where one was set.
+  transport::Context::CallScope call_scope(std::string_view operation) const {
+    return transport::Context::CallScope(operation, placement_->timeout());
   }
 
   api::AlgorithmChoice choice_;  // overrides, machine profile, tables, memo

@@ -187,15 +187,53 @@ ucp_ep_h Context::endpoint(int world_rank) const {
   return endpoints_[world_rank];
 }
 
-Context::MpiWaitLimit Context::mpi_wait_limit() const {
-  if (startup_depth_ > 0 && startup_timeout_ > timeout_)
-    return {startup_timeout_, "RANKFLOW_STARTUP_TIMEOUT_S"};
+namespace {
+thread_local const Context::CallScope* t_call_scope = nullptr;
+}  // namespace
+
+Context::CallScope::CallScope(std::string_view call, std::chrono::nanoseconds limit)
+    : outer_(t_call_scope), call_(call), limit_(limit) {
+  if (limit_.count() <= 0 && outer_ != nullptr) limit_ = outer_->limit_;
+  t_call_scope = this;
+}
+
+std::string Context::CallScope::call() const {
+  std::string outer = outer_ != nullptr ? outer_->call() : std::string();
+  if (outer.empty() || call_.empty()) return outer + std::string(call_);
+  return outer + ": " + std::string(call_);
+}
+
+Context::CallScope::~CallScope() {
+  t_call_scope = outer_;
+}
+
+const Context::CallScope* Context::CallScope::current() {
+  return t_call_scope;
+}
+
+Context::WaitLimit Context::wait_limit() const {
+  const CallScope* scope = CallScope::current();
+  if (scope != nullptr && scope->limit().count() > 0)
+    return {scope->limit(), "Communicator::set_timeout"};
   return {timeout_, "RANKFLOW_TIMEOUT_S"};
+}
+
+Context::WaitLimit Context::mpi_wait_limit() const {
+  const WaitLimit usual = wait_limit();
+  if (startup_depth_ > 0 && startup_timeout_ > usual.limit)
+    return {startup_timeout_, "RANKFLOW_STARTUP_TIMEOUT_S"};
+  return usual;
+}
+
+std::string Context::waiting(const std::string& what) const {
+  const CallScope* scope = CallScope::current();
+  const std::string call = scope != nullptr ? scope->call() : std::string();
+  return "rank " + std::to_string(world_rank_) + ": " + (call.empty() ? "" : call + ": ") + what;
 }
 
 void Context::mpi_wait(MPI_Request& request, const std::string& what) {
   int done = 0;
-  const MpiWaitLimit wait = mpi_wait_limit();
+  const WaitLimit wait = mpi_wait_limit();
   wait_until(
       [&] {
         check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
@@ -203,9 +241,8 @@ void Context::mpi_wait(MPI_Request& request, const std::string& what) {
       },
       [&] { progress(); }, wait.limit,
       [&] {
-        return "rank " + std::to_string(world_rank_) + ": " + what + " did not complete within " +
-               format_seconds(wait.limit) + "; a peer has not reached the matching call (" +
-               wait.variable + " sets the limit)";
+        return waiting(what) + " did not complete within " + format_seconds(wait.limit) +
+               "; a peer has not reached the matching call (" + wait.variable + " sets the limit)";
       },
       [&](std::chrono::microseconds d) { idle(d); });
 }
@@ -214,12 +251,13 @@ void Context::ucx_wait(ucs_status_ptr_t request, const std::string& what) {
   if (request == nullptr) return;
   if (UCS_PTR_IS_ERR(request)) check_ucs(UCS_PTR_STATUS(request), what);
   ucs_status_t status = UCS_INPROGRESS;
+  const WaitLimit wait = wait_limit();
   try {
     wait_until([&] { return (status = ucp_request_check_status(request)) != UCS_INPROGRESS; },
-               [&] { progress(); }, timeout_,
+               [&] { progress(); }, wait.limit,
                [&] {
-                 return "rank " + std::to_string(world_rank_) + ": " + what +
-                        " did not complete within " + format_seconds(timeout_);
+                 return waiting(what) + " did not complete within " + format_seconds(wait.limit) +
+                        " (" + wait.variable + " sets the limit)";
                },
                [&](std::chrono::microseconds d) { idle(d); });
   } catch (...) {

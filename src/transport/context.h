@@ -14,6 +14,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "transport/mpi_session.h"
@@ -64,6 +65,32 @@ class Context {
   // The background progress thread (RANKFLOW_PROGRESS=thread), or null: progress by the caller.
   ProgressThread* progress_thread() const { return progress_thread_.get(); }
 
+  // While one lives on its thread, that thread's MPI and UCX waits serve one call of a
+  // communicator (window growth and release, arrival, registration): their diagnostics begin with
+  // `call` ("allreduce(twophase)"; it must outlive the scope), and where `limit` is positive (the
+  // communicator's set_timeout) they take it instead of RANKFLOW_TIMEOUT_S. Scopes nest: an inner
+  // one appends its words to the outer one's (an empty `call` appends none) and keeps the outer
+  // limit where its own is 0. Every collective call makes one: nothing is allocated until a
+  // diagnostic asks for call().
+  class CallScope {
+   public:
+    CallScope(std::string_view call, std::chrono::nanoseconds limit);
+    ~CallScope();
+    CallScope(const CallScope&) = delete;
+    CallScope& operator=(const CallScope&) = delete;
+
+    // The outer scopes' words and this one's, joined by ": ".
+    std::string call() const;
+    std::chrono::nanoseconds limit() const { return limit_; }
+    // This thread's innermost scope, or null.
+    static const CallScope* current();
+
+   private:
+    const CallScope* outer_;
+    std::string_view call_;
+    std::chrono::nanoseconds limit_;
+  };
+
   // One pass of UCX progress. Cheap when nothing is pending.
   void progress() { ucp_worker_progress(worker_); }
   // Sleeps up to `duration`, waking early when UCX has work (a peer's data over TCP), so a rank
@@ -85,13 +112,17 @@ class Context {
   void wire_endpoints(MPI_Comm world);
   void close_endpoints();
   void world_barrier(const std::string& what);
-  // The limit of an MPI wait now, and the variable that sets it (for the diagnostic): the
-  // start-up limit while rankflow starts, where it is the longer one.
-  struct MpiWaitLimit {
+  // The limit of a wait now, and what sets it (for the diagnostic): this thread's CallScope's
+  // limit where it has one, else RANKFLOW_TIMEOUT_S; for an MPI wait, the start-up limit while
+  // rankflow starts, where it is the longer one.
+  struct WaitLimit {
     std::chrono::nanoseconds limit;
     const char* variable;
   };
-  MpiWaitLimit mpi_wait_limit() const;
+  WaitLimit wait_limit() const;
+  WaitLimit mpi_wait_limit() const;
+  // "rank R: <scope's call>: <what>", the start of a wait's diagnostic.
+  std::string waiting(const std::string& what) const;
 
   std::shared_ptr<MpiSession> mpi_;
   int world_rank_ = -1;

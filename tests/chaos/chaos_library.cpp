@@ -20,6 +20,10 @@
 //                        together, its parts streamed (no kernel copy on shared memory), then
 //                        member 1 never enters the second: a Timeout naming rank, operation and
 //                        peer (at the call's first round, which every twophase path shares).
+//   growth-absent        with set_timeout(300 ms) (RANKFLOW_TIMEOUT_S=60): one member never
+//                        enters a plain allreduce whose staging window must grow. The other
+//                        gets Timeout within the communicator's limit, naming rank, operation
+//                        and the limit's setter, not RANKFLOW_TIMEOUT_S's after a minute.
 //   register-absent      one member never calls register_buffer: the others get Timeout
 //                        naming the operation.
 //   registered-absent    both register their arrays, then one member never enters the
@@ -29,6 +33,7 @@
 //   mpirun -n 2 build/tests/chaos_library staging-oom
 #include <mpi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -193,6 +198,22 @@ bool streaming_peer_absent(rankflow::Communicator& comm) {
                                    {"rank 0", "peer 1", "allreduce"});
 }
 
+// The staging window grows in MPI collectives (window creation and release): their waits take the
+// communicator's limit too.
+bool growth_absent(rankflow::Communicator& comm) {
+  comm.set_timeout(std::chrono::milliseconds(300));
+  if (comm.rank() == 1) return true;  // never enters the allreduce
+  static std::vector<float> in(size_t{1} << 21, 1.0f), out(in.size());  // outlive the MPI_Abort
+  return expect<rankflow::Timeout>(
+      "an 8 MiB plain allreduce (the staging window grows) without "
+      "member 1",
+      [&] {
+        comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32,
+                       rankflow::ReduceOp::kSum, "twophase");
+      },
+      {"rank 0", "allreduce", "staging window", "within 0.3 s", "Communicator::set_timeout"});
+}
+
 bool register_absent(rankflow::Communicator& comm) {
   if (comm.rank() == 1) return true;  // never registers
   std::vector<float> data(1 << 16);
@@ -244,6 +265,8 @@ int main(int argc, char** argv) {
       ok = reading_peer_absent(comm);
     else if (mode == "streaming-peer-absent")
       ok = streaming_peer_absent(comm);
+    else if (mode == "growth-absent")
+      ok = growth_absent(comm);
     else if (mode == "register-absent")
       ok = register_absent(comm);
     else if (mode == "registered-absent")
@@ -253,7 +276,7 @@ int main(int argc, char** argv) {
     // After a member stayed away the members are out of step: nothing collective follows.
     if (mode == "split-absent" || mode == "peer-absent" || mode == "hand-off-absent" ||
         mode == "reading-peer-absent" || mode == "streaming-peer-absent" ||
-        mode == "register-absent" || mode == "registered-absent") {
+        mode == "growth-absent" || mode == "register-absent" || mode == "registered-absent") {
       int all = ok ? 1 : 0;
       MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
       if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());

@@ -80,3 +80,11 @@ foreach(tls shm tcp)
   set_property(TEST chaos.streaming_peer_absent.${tls} PROPERTY FAIL_REGULAR_EXPRESSION
                "chaos: FAILED")
 endforeach()
+# A member that never enters a plain allreduce whose staging window must grow, on a communicator
+# with set_timeout(300 ms): the window's MPI waits take that limit, not RANKFLOW_TIMEOUT_S's 30 s,
+# and the Timeout names the call and the growth.
+rankflow_mpi_run(chaos.growth_absent RANKS 2 TARGET chaos_library TIMEOUT 60 ARGS growth-absent
+                 ENV RANKFLOW_TIMEOUT_S=30 PASS "chaos growth-absent: passed")
+foreach(tls shm tcp)
+  set_property(TEST chaos.growth_absent.${tls} PROPERTY FAIL_REGULAR_EXPRESSION "chaos: FAILED")
+endforeach()
