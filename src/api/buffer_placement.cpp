@@ -219,6 +219,7 @@ size_t BufferPlacement::alternate_half(size_t bytes) const {
 void BufferPlacement::grow_staging(size_t bytes) {
   // The windows' MPI waits name the growth and take the communicator's limit.
   const std::string growing = "growing the staging window to " + std::to_string(bytes) + " bytes";
+  const transport::Context::CallScope call(operation_ != nullptr ? operation_ : "", timeout_);
   const transport::Context::CallScope scope(growing, timeout_);
   if (staging_) staging_->team().close();
   staging_.reset();

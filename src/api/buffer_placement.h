@@ -100,6 +100,23 @@ class BufferPlacement {
   // Where in each staging buffer the next staged call of `bytes` starts (see the .cpp).
   size_t alternate_half(size_t bytes) const;
 
+  // While one lives, the windows this placement grows name `operation` in their diagnostics
+  // (two plain stores per collective call; the growth itself makes the transport's CallScope).
+  class Call {
+   public:
+    Call(BufferPlacement& placement, const char* operation)
+        : placement_(placement), outer_(placement.operation_) {
+      placement_.operation_ = operation;
+    }
+    ~Call() { placement_.operation_ = outer_; }
+    Call(const Call&) = delete;
+    Call& operator=(const Call&) = delete;
+
+   private:
+    BufferPlacement& placement_;
+    const char* outer_;
+  };
+
   void set_timeout(std::chrono::nanoseconds timeout);
   // The communicator's set_timeout, or 0 where none was set (RANKFLOW_TIMEOUT_S applies).
   std::chrono::nanoseconds timeout() const { return timeout_; }
@@ -133,6 +150,7 @@ class BufferPlacement {
   std::vector<std::shared_ptr<SymmetricAllocation>> adopted_;  // live as long as this
   RegisteredMemory registered_;
   size_t staged_count_ = 0;
+  const char* operation_ = nullptr;  // the call under way (Call), for the growth's diagnostics
 };
 
 // The buffers a team's window needs so that a communicator can adopt it (BufferPlacement::adopt)

@@ -240,7 +240,7 @@ class CommunicatorImpl {
   void prepare_pair(RequestState& state, const char* operation, const void* send, size_t send_bytes,
                     void* recv, size_t recv_bytes, bool copy_in, bool copy_out, bool stream_in,
                     Make&& make) {
-    const transport::Context::CallScope scope = call_scope(operation);
+    const api::BufferPlacement::Call call(*placement_, operation);
     api::Placement p =
         placement_->place_pair(send, send_bytes, recv, recv_bytes, copy_in, copy_out, stream_in);
     state.context = p.context;
@@ -259,7 +259,7 @@ class CommunicatorImpl {
   // A blocking call's algorithm may wait for its peers in make() (CollContext::call_blocks).
   template <typename Make>
   void prepare_local(RequestState& state, const char* operation, bool blocking, Make&& make) {
-    const transport::Context::CallScope scope = call_scope(operation);
+    const api::BufferPlacement::Call call(*placement_, operation);
     state.context = &placement_->staging();
     state.context->set_operation(operation);
     coll::CollContext::CallBlocks blocks(*state.context, blocking);
@@ -380,8 +380,9 @@ class CommunicatorImpl {
   void live() const {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
   }
-  // The scope of one call's MPI waits (window growth and release, arrival, registration): its
-  // diagnostics name `operation`, and they take the communicator's set_timeout where one was set.
+  // The scope of the MPI waits of alloc, registration and arrival: its diagnostics name
+  // `operation`, and they take the communicator's set_timeout where one was set. (A collective's
+  // own call takes none: BufferPlacement::Call names it, and the growth makes the scope.)
   transport::Context::CallScope call_scope(std::string_view operation) const {
     return transport::Context::CallScope(operation, placement_->timeout());
   }

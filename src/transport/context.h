@@ -70,8 +70,8 @@ class Context {
   // `call` ("allreduce(twophase)"; it must outlive the scope), and where `limit` is positive (the
   // communicator's set_timeout) they take it instead of RANKFLOW_TIMEOUT_S. Scopes nest: an inner
   // one appends its words to the outer one's (an empty `call` appends none) and keeps the outer
-  // limit where its own is 0. Every collective call makes one: nothing is allocated until a
-  // diagnostic asks for call().
+  // limit where its own is 0. Nothing is allocated until a diagnostic asks for call(), but the
+  // scope touches a thread-local: keep it off the per-call path of small collectives.
   class CallScope {
    public:
     CallScope(std::string_view call, std::chrono::nanoseconds limit);

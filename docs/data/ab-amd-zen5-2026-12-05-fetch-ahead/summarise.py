@@ -9,6 +9,7 @@ for line in open(sys.argv[1]):
         continue
     if line.startswith('#') or '|' not in line: continue
     f = line.split()
+    if f[-2] == '|' and not f[-1].replace('.', '').isdigit(): f = f[:-2]  # the bench's `ran` column
     coll = f[0]
     try:
         size = int(f[2]); ratio = float(f[-2]); tm = float(f[7])
