@@ -146,11 +146,14 @@ Placement BufferPlacement::place_pair(const void* send, size_t send_bytes, void*
   return p;
 }
 
+// Every live team takes the limit now, and the windows made later take it when made (none is
+// staged after a growth that failed: the next growth applies it).
 void BufferPlacement::set_timeout(std::chrono::nanoseconds timeout) {
   timeout_ = timeout;
-  staging_->team().set_timeout(timeout);
-  for (const auto& allocation : adopted_)
-    allocation->coll->team().set_timeout(timeout);
+  if (staging_) staging_->team().set_timeout(timeout);
+  for (const Registered& r : allocations_) {
+    if (const auto allocation = r.allocation.lock()) allocation->coll->team().set_timeout(timeout);
+  }
   registered_.set_timeout(timeout);
 }
 
@@ -221,9 +224,12 @@ void BufferPlacement::grow_staging(size_t bytes) {
   const std::string growing = "growing the staging window to " + std::to_string(bytes) + " bytes";
   const transport::Context::CallScope call(operation_ != nullptr ? operation_ : "", timeout_);
   const transport::Context::CallScope scope(growing, timeout_);
-  if (staging_) staging_->team().close();
-  staging_.reset();
+  // Released whether its close completes or throws (a member that never came): a closed window
+  // must not stay as the staging window.
+  std::unique_ptr<coll::CollContext> old = std::move(staging_);
   stage_bytes_ = 0;
+  if (old) old->team().close();
+  old.reset();
   staging_ = make_collective_context(context_, comm_, {{"in", bytes, 4096}, {"out", bytes, 4096}},
                                      "staging");
   if (timeout_.count() > 0) staging_->team().set_timeout(timeout_);

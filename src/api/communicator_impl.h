@@ -160,7 +160,10 @@ class CommunicatorImpl {
     const transport::Context::CallScope scope = call_scope("");
     size_t largest = 0;
     auto registration = registrations_->add(ptr, bytes, largest);
-    if (!placement_->registered().attach(registration)) placement_->prepare_staging(largest);
+    if (!placement_->registered().attach(registration)) {
+      const api::BufferPlacement::Call call(*placement_, "Communicator::register_buffer");
+      placement_->prepare_staging(largest);
+    }
     return RegisteredBuffer(std::move(registration));
   }
   void deregister(RegisteredBuffer& buffer) {

@@ -1,10 +1,12 @@
-// Context (see context.h): MPI bootstrap, binding, UCX context/worker and endpoint wiring.
-// Runs on the main thread at start-up and teardown.
+// Context (see context.h): MPI bootstrap, binding, UCX context/worker and endpoint wiring, which
+// run on the main thread at start-up and teardown; and the MPI and UCX waits with their limits
+// and diagnostics (CallScope, thread-local), which run on whichever thread uses the Context.
 #include "transport/context.h"
 
 #include <poll.h>
 
 #include <algorithm>
+#include <cassert>
 #include <mutex>
 
 #include "common/env.h"
@@ -191,9 +193,13 @@ namespace {
 thread_local const Context::CallScope* t_call_scope = nullptr;
 }  // namespace
 
-Context::CallScope::CallScope(std::string_view call, std::chrono::nanoseconds limit)
-    : outer_(t_call_scope), call_(call), limit_(limit) {
-  if (limit_.count() <= 0 && outer_ != nullptr) limit_ = outer_->limit_;
+Context::CallScope::CallScope(std::string_view call, std::chrono::nanoseconds limit,
+                              const char* setter)
+    : outer_(t_call_scope), call_(call), limit_(limit), setter_(setter) {
+  if (limit_.count() <= 0 && outer_ != nullptr) {
+    limit_ = outer_->limit_;
+    setter_ = outer_->setter_;
+  }
   t_call_scope = this;
 }
 
@@ -204,6 +210,7 @@ std::string Context::CallScope::call() const {
 }
 
 Context::CallScope::~CallScope() {
+  assert(t_call_scope == this);  // scopes end in the reverse order of their beginnings
   t_call_scope = outer_;
 }
 
@@ -213,8 +220,7 @@ const Context::CallScope* Context::CallScope::current() {
 
 Context::WaitLimit Context::wait_limit() const {
   const CallScope* scope = CallScope::current();
-  if (scope != nullptr && scope->limit().count() > 0)
-    return {scope->limit(), "Communicator::set_timeout"};
+  if (scope != nullptr && scope->limit().count() > 0) return {scope->limit(), scope->setter()};
   return {timeout_, "RANKFLOW_TIMEOUT_S"};
 }
 

@@ -71,10 +71,14 @@ class Context {
   // communicator's set_timeout) they take it instead of RANKFLOW_TIMEOUT_S. Scopes nest: an inner
   // one appends its words to the outer one's (an empty `call` appends none) and keeps the outer
   // limit where its own is 0. Nothing is allocated until a diagnostic asks for call(), but the
-  // scope touches a thread-local: keep it off the per-call path of small collectives.
+  // scope touches a thread-local: keep it off the per-call path of small collectives. A scope
+  // belongs to its thread: never hold one across a co_await (a CollTask may resume on the
+  // progress thread).
   class CallScope {
    public:
-    CallScope(std::string_view call, std::chrono::nanoseconds limit);
+    // `setter` names what set `limit`, for the diagnostic.
+    CallScope(std::string_view call, std::chrono::nanoseconds limit,
+              const char* setter = "Communicator::set_timeout");
     ~CallScope();
     CallScope(const CallScope&) = delete;
     CallScope& operator=(const CallScope&) = delete;
@@ -82,6 +86,7 @@ class Context {
     // The outer scopes' words and this one's, joined by ": ".
     std::string call() const;
     std::chrono::nanoseconds limit() const { return limit_; }
+    const char* setter() const { return setter_; }
     // This thread's innermost scope, or null.
     static const CallScope* current();
 
@@ -89,6 +94,7 @@ class Context {
     const CallScope* outer_;
     std::string_view call_;
     std::chrono::nanoseconds limit_;
+    const char* setter_;
   };
 
   // One pass of UCX progress. Cheap when nothing is pending.

@@ -75,9 +75,12 @@ void Team::get(int peer, size_t src_offset, void* dst, size_t bytes) {
 }
 
 void Team::flush() {
+  if (state_->window->try_flush()) return;
+  const transport::Context::CallScope limit = state_->ucx_limit();
   state_->window->flush();
 }
 void Team::flush(int peer) {
+  const transport::Context::CallScope limit = state_->ucx_limit();
   state_->window->flush(peer);
 }
 void Team::fence() {
@@ -106,21 +109,25 @@ void* mapped_atomic_target(transport::Window& window, int peer, size_t offset,
 }
 
 template <typename Word>
-Word add(transport::Window& window, int peer, size_t offset, Word value, bool fetch) {
+Word add(const transport::TeamState& team, int peer, size_t offset, Word value, bool fetch) {
+  transport::Window& window = *team.window;
   if (void* target = mapped_atomic_target<Word>(window, peer, offset, "atomic add")) {
     return mapped_word<Word>(target).fetch_add(value, std::memory_order_acq_rel);
   }
+  const transport::Context::CallScope limit = team.ucx_limit();
   if (fetch) return window.fetch_add<Word>(peer, offset, value);
   window.atomic_add<Word>(peer, offset, value);
   return 0;
 }
 
 template <typename Word>
-Word cas(transport::Window& window, int peer, size_t offset, Word expected, Word desired) {
+Word cas(const transport::TeamState& team, int peer, size_t offset, Word expected, Word desired) {
+  transport::Window& window = *team.window;
   if (void* target = mapped_atomic_target<Word>(window, peer, offset, "compare_swap")) {
     mapped_word<Word>(target).compare_exchange_strong(expected, desired, std::memory_order_acq_rel);
     return expected;  // holds the previous value either way
   }
+  const transport::Context::CallScope limit = team.ucx_limit();
   return window.compare_swap<Word>(peer, offset, expected, desired);
 }
 
@@ -153,22 +160,22 @@ bool holds(Compare cmp, uint64_t word, uint64_t value) {
 }
 
 void Team::atomic_add(int peer, size_t offset, uint64_t value) {
-  add<uint64_t>(*state_->window, peer, offset, value, false);
+  add<uint64_t>(*state_, peer, offset, value, false);
 }
 uint64_t Team::fetch_add(int peer, size_t offset, uint64_t value) {
-  return add<uint64_t>(*state_->window, peer, offset, value, true);
+  return add<uint64_t>(*state_, peer, offset, value, true);
 }
 uint64_t Team::compare_swap(int peer, size_t offset, uint64_t expected, uint64_t desired) {
-  return cas<uint64_t>(*state_->window, peer, offset, expected, desired);
+  return cas<uint64_t>(*state_, peer, offset, expected, desired);
 }
 void Team::atomic_add32(int peer, size_t offset, uint32_t value) {
-  add<uint32_t>(*state_->window, peer, offset, value, false);
+  add<uint32_t>(*state_, peer, offset, value, false);
 }
 uint32_t Team::fetch_add32(int peer, size_t offset, uint32_t value) {
-  return add<uint32_t>(*state_->window, peer, offset, value, true);
+  return add<uint32_t>(*state_, peer, offset, value, true);
 }
 uint32_t Team::compare_swap32(int peer, size_t offset, uint32_t expected, uint32_t desired) {
-  return cas<uint32_t>(*state_->window, peer, offset, expected, desired);
+  return cas<uint32_t>(*state_, peer, offset, expected, desired);
 }
 
 uint32_t Team::signal_slots() const {
@@ -193,6 +200,7 @@ void Team::signal(int peer, uint32_t slot, uint64_t value) {
     mapped_word<uint64_t>(target).fetch_add(value, std::memory_order_release);
     return;
   }
+  const transport::Context::CallScope limit = state_->ucx_limit();
   window.fence();  // earlier UCX puts to this peer land before the counter moves
   window.atomic_add<uint64_t>(peer, offset, value);
 }
@@ -231,6 +239,7 @@ void Team::signal32(int peer, size_t offset, uint32_t value) {
     mapped_word<uint32_t>(target).fetch_add(value, std::memory_order_release);
     return;
   }
+  const transport::Context::CallScope limit = state_->ucx_limit();
   window.fence();  // earlier UCX puts to this peer land before the word moves
   window.atomic_add<uint32_t>(peer, offset, value);
 }
@@ -270,7 +279,7 @@ void Team::wait_until_calls(CallRef<bool> done, CallRef<std::string> describe,
 
 void Team::barrier() {
   transport::Window& window = *state_->window;
-  window.flush();
+  flush();
   const int n = size();
   const int me = rank();
   const uint64_t epoch = ++state_->barrier_epoch;
@@ -281,6 +290,7 @@ void Team::barrier() {
     if (void* target = window.remote_ptr(to, slot, "barrier")) {
       mapped_word<uint64_t>(target).store(epoch, std::memory_order_release);
     } else {
+      const transport::Context::CallScope limit = state_->ucx_limit();
       window.atomic_add<uint64_t>(to, slot, 1);
     }
     window.wait(slot, Compare::kGreaterEqual, epoch, "barrier", (me - distance + n) % n,

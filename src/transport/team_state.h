@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "rankflow/team.h"
+#include "transport/context.h"
 #include "transport/team_layout.h"
 #include "transport/window.h"
 
@@ -23,6 +24,13 @@ class TeamState {
         timeout(window->context().timeout()) {}
 
   static const std::shared_ptr<TeamState>& of(const Team& team) { return team.state_; }
+
+  // The scope under which the window's UCX waits for this team (flushes, atomics on peers it
+  // does not map) take the team's set_timeout; none of its own where that is the transport's.
+  Context::CallScope ucx_limit() const {
+    const bool own = timeout != window->context().timeout();
+    return Context::CallScope("", own ? timeout : std::chrono::nanoseconds{0}, "set_timeout");
+  }
 
   std::shared_ptr<Window> window;
   TeamLayout layout;

@@ -20,10 +20,13 @@
 //                        together, its parts streamed (no kernel copy on shared memory), then
 //                        member 1 never enters the second: a Timeout naming rank, operation and
 //                        peer (at the call's first round, which every twophase path shares).
-//   growth-absent        with set_timeout(300 ms) (RANKFLOW_TIMEOUT_S=60): one member never
+//   growth-absent        with set_timeout(300 ms) (RANKFLOW_TIMEOUT_S=30): one member never
 //                        enters a plain allreduce whose staging window must grow. The other
 //                        gets Timeout within the communicator's limit, naming rank, operation
-//                        and the limit's setter, not RANKFLOW_TIMEOUT_S's after a minute.
+//                        and the limit's setter, not RANKFLOW_TIMEOUT_S's after 30 s.
+//   split-absent-limited, register-absent-limited: split-absent and register-absent with
+//                        set_timeout(300 ms) (RANKFLOW_TIMEOUT_S=30): the Timeout comes within
+//                        the communicator's limit and names it.
 //   register-absent      one member never calls register_buffer: the others get Timeout
 //                        naming the operation.
 //   registered-absent    both register their arrays, then one member never enters the
@@ -57,7 +60,7 @@ bool contains(const std::string& text, const std::string& part) {
 // Runs `call`, expecting an Error of type E whose message has every one of `parts`.
 template <typename E>
 bool expect(const char* what, const std::function<void()>& call,
-            std::initializer_list<const char*> parts) {
+            const std::vector<const char*>& parts) {
   try {
     call();
   } catch (const E& e) {
@@ -105,10 +108,18 @@ bool alloc_oom(rankflow::Communicator& comm) {
   return ok && small_allreduce_works(comm);
 }
 
-bool split_absent(rankflow::Communicator& comm) {
+// The parts a Timeout must name where the communicator's limit is set (limited) or not.
+std::vector<const char*> with_limit(std::vector<const char*> parts, bool limited) {
+  if (limited) parts.insert(parts.end(), {"within 0.3 s", "Communicator::set_timeout"});
+  return parts;
+}
+
+bool split_absent(rankflow::Communicator& comm, bool limited) {
+  if (limited) comm.set_timeout(std::chrono::milliseconds(300));
   if (comm.rank() == 1) return true;  // never calls split
-  return expect<rankflow::Timeout>("split without member 1", [&] { comm.split(0, comm.rank()); },
-                                   {"Communicator::split", "rank 0"});
+  return expect<rankflow::Timeout>(
+      "split without member 1", [&] { comm.split(0, comm.rank()); },
+      with_limit({"Communicator::split", "rank 0"}, limited));
 }
 
 bool peer_absent(rankflow::Communicator& comm) {
@@ -205,8 +216,7 @@ bool growth_absent(rankflow::Communicator& comm) {
   if (comm.rank() == 1) return true;  // never enters the allreduce
   static std::vector<float> in(size_t{1} << 21, 1.0f), out(in.size());  // outlive the MPI_Abort
   return expect<rankflow::Timeout>(
-      "an 8 MiB plain allreduce (the staging window grows) without "
-      "member 1",
+      "an 8 MiB plain allreduce (the staging window grows) without member 1",
       [&] {
         comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32,
                        rankflow::ReduceOp::kSum, "twophase");
@@ -214,13 +224,14 @@ bool growth_absent(rankflow::Communicator& comm) {
       {"rank 0", "allreduce", "staging window", "within 0.3 s", "Communicator::set_timeout"});
 }
 
-bool register_absent(rankflow::Communicator& comm) {
+bool register_absent(rankflow::Communicator& comm, bool limited) {
+  if (limited) comm.set_timeout(std::chrono::milliseconds(300));
   if (comm.rank() == 1) return true;  // never registers
   std::vector<float> data(1 << 16);
   return expect<rankflow::Timeout>(
       "register_buffer without member 1",
       [&] { comm.register_buffer(data.data(), data.size() * sizeof(float)); },
-      {"Communicator::register_buffer", "member 0"});
+      with_limit({"Communicator::register_buffer", "member 0"}, limited));
 }
 
 bool registered_absent(rankflow::Communicator& comm) {
@@ -255,8 +266,8 @@ int main(int argc, char** argv) {
       ok = staging_oom(comm);
     else if (mode == "alloc-oom")
       ok = alloc_oom(comm);
-    else if (mode == "split-absent")
-      ok = split_absent(comm);
+    else if (mode == "split-absent" || mode == "split-absent-limited")
+      ok = split_absent(comm, mode == "split-absent-limited");
     else if (mode == "peer-absent")
       ok = peer_absent(comm);
     else if (mode == "hand-off-absent")
@@ -267,16 +278,14 @@ int main(int argc, char** argv) {
       ok = streaming_peer_absent(comm);
     else if (mode == "growth-absent")
       ok = growth_absent(comm);
-    else if (mode == "register-absent")
-      ok = register_absent(comm);
+    else if (mode == "register-absent" || mode == "register-absent-limited")
+      ok = register_absent(comm, mode == "register-absent-limited");
     else if (mode == "registered-absent")
       ok = registered_absent(comm);
     else
       std::printf("chaos: FAILED: unknown mode '%s'\n", mode.c_str());
     // After a member stayed away the members are out of step: nothing collective follows.
-    if (mode == "split-absent" || mode == "peer-absent" || mode == "hand-off-absent" ||
-        mode == "reading-peer-absent" || mode == "streaming-peer-absent" ||
-        mode == "growth-absent" || mode == "register-absent" || mode == "registered-absent") {
+    if (mode.find("-absent") != std::string::npos) {
       int all = ok ? 1 : 0;
       MPI_Allreduce(MPI_IN_PLACE, &all, 1, MPI_INT, MPI_LAND, MPI_COMM_WORLD);
       if (g_rank == 0 && all) std::printf("chaos %s: passed\n", mode.c_str());

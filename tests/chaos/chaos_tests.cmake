@@ -88,3 +88,13 @@ rankflow_mpi_run(chaos.growth_absent RANKS 2 TARGET chaos_library TIMEOUT 60 ARG
 foreach(tls shm tcp)
   set_property(TEST chaos.growth_absent.${tls} PROPERTY FAIL_REGULAR_EXPRESSION "chaos: FAILED")
 endforeach()
+# split and register_buffer without one member, on a communicator with set_timeout(300 ms): their
+# MPI waits take that limit too (RANKFLOW_TIMEOUT_S=30 would fail the expected message).
+foreach(case split-absent-limited register-absent-limited)
+  string(REPLACE "-" "_" name ${case})
+  rankflow_mpi_run(chaos.${name} RANKS 2 TARGET chaos_library TIMEOUT 60 ARGS ${case}
+                   ENV RANKFLOW_TIMEOUT_S=30 PASS "chaos ${case}: passed")
+  foreach(tls shm tcp)
+    set_property(TEST chaos.${name}.${tls} PROPERTY FAIL_REGULAR_EXPRESSION "chaos: FAILED")
+  endforeach()
+endforeach()

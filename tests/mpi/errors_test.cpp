@@ -5,9 +5,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "mpi_test_main.h"
@@ -153,6 +155,53 @@ TEST(ErrorsTest, WaitTimeoutNamesRankOperationPeerAndValues) {
   EXPECT_GE(waited, std::chrono::milliseconds(200));
   EXPECT_THROW(team.wait(team.offset("missing"), Compare::kEqual, 1), InvalidArgument);
   team.set_timeout(context().timeout());
+  team.barrier();
+  team.close();
+}
+
+// A flush to a peer that does not progress UCX (over TCP it acknowledges only while it does)
+// takes the team's set_timeout, not RANKFLOW_TIMEOUT_S (30 s under CTest): member 0 puts into
+// member 1 and flushes while member 1 sleeps 3 s. Before the team's limit reached the window's
+// UCX waits, the flush simply waited for member 1 and no error came. On shared memory every
+// peer is mapped, the put is a store and there is nothing to flush: skipped there.
+TEST(ErrorsTest, FlushToAPeerThatDoesNotProgressTakesTheTeamsLimit) {
+  Team team = transport::create_team(shared_context(), MPI_COMM_WORLD, {{"data", 4096}}, "flushes");
+  if (team.mapped_everywhere()) {  // agreed on every member; under UCX_TLS=tcp,self none maps
+    team.barrier();
+    team.close();
+    GTEST_SKIP() << "member 1 is mapped: a put is a store, and a flush has nothing to wait for";
+  }
+  team.set_timeout(std::chrono::milliseconds(300));
+  team.barrier();
+  std::string what;
+  // Member 1 says it is about to sleep (it may still be progressing in the barrier for the
+  // others, and would acknowledge the put), then makes no UCX call for 3 s.
+  constexpr uint32_t kAsleep = 6;
+  if (team.rank() == 0) {
+    team.wait_signal(kAsleep, 1, 1);
+    std::vector<std::byte> data(4096, std::byte{7});
+    team.put(1, team.offset("data"), data.data(), data.size());
+    what = message_of([&] { team.flush(); });
+  } else if (team.rank() == 1) {
+    team.signal(0, kAsleep, 1);
+    std::this_thread::sleep_for(std::chrono::seconds(3));
+  }
+  team.set_timeout(context().timeout());
+  if (team.rank() == 0) team.fence();  // the put lands before the barrier's signal
+  team.barrier();                      // member 1 progresses again
+  if (team.rank() == 0) {
+    EXPECT_THAT(what, HasSubstr("timeout"));
+    EXPECT_THAT(what, HasSubstr("rank 0"));
+    EXPECT_THAT(what, HasSubstr("flush"));
+    EXPECT_THAT(what, HasSubstr("peer 1"));
+    EXPECT_THAT(what, HasSubstr("within 0.3 s"));
+    EXPECT_THAT(what, HasSubstr("set_timeout sets the limit"));
+  }
+  if (team.rank() == 1) {
+    const auto* landed = static_cast<const std::byte*>(team.local_ptr(team.offset("data")));
+    EXPECT_EQ(landed[0], std::byte{7});
+    EXPECT_EQ(landed[4095], std::byte{7});
+  }
   team.barrier();
   team.close();
 }
