@@ -3,8 +3,8 @@
 // fault, and leave the communicator usable where the header says it stays usable.
 //
 //   staging-oom   an allreduce on user buffers too large for memory (the address space is
-//                 capped, UCX_ALLOC_PRIO=heap): a TransportError on every rank, and the next
-//                 small allreduce works.
+//                 capped, UCX_ALLOC_PRIO=heap): a TransportError on every rank; set_timeout
+//                 and the next small allreduce work.
 //   alloc-oom     Communicator::alloc of more than memory: a TransportError, and the next
 //                 allreduce works.
 //   split-absent  one member never calls split: the others get Timeout naming the operation.
@@ -98,6 +98,9 @@ bool staging_oom(rankflow::Communicator& comm) {
                        "twophase");
       },
       {});
+  // No staging window is left after the failed growth: set_timeout must not need one (it
+  // crashed there before 2026-12-06), and the next call makes one.
+  comm.set_timeout(std::chrono::seconds(30));
   return ok && small_allreduce_works(comm);
 }
 
