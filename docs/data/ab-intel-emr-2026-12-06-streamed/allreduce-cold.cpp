@@ -27,17 +27,13 @@ static void add_dual(float* slot, float* nt, const float* a, const float* b, siz
   _mm_sfence();
 }
 int main(int argc, char** argv) {
-  const size_t B = strtoull(argv[1], 0, 0);
-  const std::string v = argv[2];
-  const size_t chunk = strtoull(argv[3], 0, 0);
-  const int depth = argc > 4 ? atoi(argv[4]) : 4;
-  const size_t settle_mib = getenv("SETTLE") ? strtoull(getenv("SETTLE"), 0, 0) : 600;
-  const int calls = getenv("CALLS") ? atoi(getenv("CALLS")) : 9;
-  auto* sh = (Shared*)mmap(0, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  char* ring = (char*)mmap(0, 4 * depth * chunk, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  memset(ring, 0, 4 * depth * chunk);
-  const int me = fork() == 0 ? 1 : 0, peer = 1 - me;
-  pin(me);
+  const FloorArgs args = floor_args(argc, argv);
+  const size_t B = args.bytes, chunk = args.chunk, settle_mib = args.settle_mib;
+  const std::string& v = args.variant;
+  const int depth = args.depth, calls = args.calls;
+  auto* sh = (Shared*)shared_zeroed(sizeof(Shared));
+  char* ring = (char*)shared_zeroed(4 * depth * chunk);
+  const int me = fork_pinned(), peer = 1 - me;
   const size_t n = B / 4, cn = chunk / 4, half = n / 2;
   std::vector<float> send(n + 16), recv(n + 16, 0.f), scratch(cn + 16);
   std::vector<char> settle(settle_mib << 20, 1);

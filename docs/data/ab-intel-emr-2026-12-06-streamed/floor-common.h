@@ -1,6 +1,6 @@
-// Helpers shared by the floor programs of this directory (allreduce-cold.cpp,
-// all-to-all-cold.cpp): two processes pinned to cores 0 and 1, flags in shared memory,
-// non-temporal copies and the kernel's cross-process copies.
+// Helpers shared by the floor programs of this directory (allreduce-cold.cpp) and of
+// ../floor-intel-emr-2026-12-06-all-to-all/: two processes pinned to cores 0 and 1, flags in
+// shared memory, non-temporal copies and the kernel's cross-process copies.
 #pragma once
 #include <immintrin.h>
 #include <sched.h>
@@ -39,4 +39,30 @@ static void readv(pid_t pid, void* to, const void* from, size_t n) {
 static void writev(pid_t pid, void* to, const void* from, size_t n) {
   iovec l{const_cast<void*>(from), n}, r{to, n};
   if (process_vm_writev(pid, &l, 1, &r, 1, 0) != (ssize_t)n) abort();
+}
+// The command line and environment of the two-process programs: BYTES VARIANT CHUNK [DEPTH],
+// SETTLE (MiB read before each call, default 600) and CALLS (default 9).
+struct FloorArgs {
+  size_t bytes, chunk;
+  std::string variant;
+  int depth;
+  size_t settle_mib;
+  int calls;
+};
+static FloorArgs floor_args(int argc, char** argv) {
+  return {strtoull(argv[1], 0, 0), strtoull(argv[3], 0, 0), argv[2], argc > 4 ? atoi(argv[4]) : 4,
+          getenv("SETTLE") ? strtoull(getenv("SETTLE"), 0, 0) : 600,
+          getenv("CALLS") ? atoi(getenv("CALLS")) : 9};
+}
+// Zeroed memory both processes share after the fork.
+static void* shared_zeroed(size_t bytes) {
+  void* p = mmap(0, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  memset(p, 0, bytes);
+  return p;
+}
+// Forks; returns 0 in the parent and 1 in the child, each pinned to that core.
+static int fork_pinned() {
+  const int me = fork() == 0 ? 1 : 0;
+  pin(me);
+  return me;
 }

@@ -1,6 +1,7 @@
-// Two-process all_to_all (2 blocks of B/2 per rank) of plain buffers, no library: the variants of
-// ../ab-intel-emr-2026-12-06-streamed/all-to-all-cold.cpp and more. Each call: settle (read
-// SETTLE MiB, default 600; SETTLE=0 for the warm sizes the bench does not settle) and rewrite
+// Two-process all_to_all (2 blocks of B/2 per rank) of plain buffers, no library. It replaces
+// ../ab-intel-emr-2026-12-06-streamed/all-to-all-cold.cpp (variants kw and ring, whose
+// all-to-all-cold.txt there it reproduces with CHUNK 524288) and adds the others. Each call:
+// settle (read SETTLE MiB, default 600; SETTLE=0 for the warm sizes the bench does not settle) and rewrite
 // the input, untimed; then the call, timed alone (slower rank).
 //   kw      : own block streamed into recv; the peer's block written into its recv with
 //             process_vm_writev, chunk by chunk (rankflow's cross-memory exchange on the Xeon)
@@ -15,20 +16,16 @@
 // THP=1 asks for huge pages on send and recv (madvise). SPLIT=1 (kw) prints member 0's kernel
 // and own-block times. The result is checked for every variant but local*.
 // g++ -O2 -mavx2 -pthread all-to-all-variants.cpp -o a2a; ./a2a BYTES VARIANT CHUNK [DEPTH]
-#include "floor-common.h"
+#include "../ab-intel-emr-2026-12-06-streamed/floor-common.h"
 struct Shared { Flag ready[2], consumed[2], done[2], start[2]; char* send[2]; char* recv[2]; pid_t pid[2]; double us[2]; };
 int main(int argc, char** argv) {
-  const size_t B = strtoull(argv[1], 0, 0);
-  const std::string v = argv[2];
-  const size_t chunk = strtoull(argv[3], 0, 0);
-  const int depth = argc > 4 ? atoi(argv[4]) : 4;
-  const size_t settle_mib = getenv("SETTLE") ? strtoull(getenv("SETTLE"), 0, 0) : 600;
-  const int calls = getenv("CALLS") ? atoi(getenv("CALLS")) : 9;
-  auto* sh = (Shared*)mmap(0, sizeof(Shared), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  char* ring = (char*)mmap(0, 2 * depth * chunk, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  memset(ring, 0, 2 * depth * chunk);
-  const int me = fork() == 0 ? 1 : 0, peer = 1 - me;
-  pin(me);
+  const FloorArgs args = floor_args(argc, argv);
+  const size_t B = args.bytes, chunk = args.chunk, settle_mib = args.settle_mib;
+  const std::string& v = args.variant;
+  const int depth = args.depth, calls = args.calls;
+  auto* sh = (Shared*)shared_zeroed(sizeof(Shared));
+  char* ring = (char*)shared_zeroed(2 * depth * chunk);
+  const int me = fork_pinned(), peer = 1 - me;
   const size_t half = B / 2;
   std::vector<char> sendv(B + 4096), recvv(B + 4096);
   char* send = sendv.data() + (64 - (uintptr_t)sendv.data() % 64);

@@ -2,7 +2,7 @@
 // non-temporal stores and process_vm_writev to itself (the kernel's cross-memory copy), into a
 // destination still in cache (dst warm) or after 64 MiB was read (dst cold, the source rewritten).
 // Median of 21. g++ -O2 -mavx2 kernel-copy.cpp -o kc; ./kc BYTES
-#include "floor-common.h"
+#include "../ab-intel-emr-2026-12-06-streamed/floor-common.h"
 static void repmovsb(void* d, const void* s, size_t n) { asm volatile("rep movsb" : "+D"(d), "+S"(s), "+c"(n) : : "memory"); }
 int main(int argc, char** argv) {
   size_t n = strtoull(argv[1], 0, 0);
