@@ -223,7 +223,7 @@ void BufferPlacement::grow_staging(size_t bytes) {
   // The windows' MPI waits name the growth and take the communicator's limit.
   const std::string growing = "growing the staging window to " + std::to_string(bytes) + " bytes";
   const transport::Context::CallScope call(operation_ != nullptr ? operation_ : "", timeout_);
-  const transport::Context::CallScope scope(growing, timeout_);
+  const transport::Context::CallScope scope(growing, {});  // the limit of `call`
   // Released whether its close completes or throws (a member that never came): a closed window
   // must not stay as the staging window.
   std::unique_ptr<coll::CollContext> old = std::move(staging_);
