@@ -134,33 +134,41 @@ bool peer_absent(rankflow::Communicator& comm) {
       {"rank 0", "peer 1"});
 }
 
+// A plain twophase allreduce (sum) of `in` into `out`, as the cases below call it.
+void twophase_allreduce(rankflow::Communicator& comm, std::vector<float>& in,
+                        std::vector<float>& out) {
+  comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32, rankflow::ReduceOp::kSum,
+                 "twophase");
+}
+
+// The same call where member 1 never comes: a Timeout whose message has every one of `parts`.
+bool twophase_allreduce_times_out(rankflow::Communicator& comm, const char* what,
+                                  std::vector<float>& in, std::vector<float>& out,
+                                  const std::vector<const char*>& parts) {
+  return expect<rankflow::Timeout>(
+      what, [&] { twophase_allreduce(comm, in, out); }, parts);
+}
+
 // A plain allreduce large enough that owners hand their parts into the peers' recv
 // (collectives/part_hand_off.h): once together (the staging window grows to fit), then member 0
 // publishes where its recv is and waits, and member 1 never comes. A Timeout naming the rank,
 // the peer and the call, not a hang.
 bool hand_off_absent(rankflow::Communicator& comm) {
   static std::vector<float> in(size_t{1} << 20, 1.0f), out(in.size());  // outlive the MPI_Abort
-  comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32, rankflow::ReduceOp::kSum,
-                 "twophase");
+  twophase_allreduce(comm, in, out);
   if (out.front() != 2.0f || out.back() != 2.0f) {
     std::printf("chaos: FAILED: [rank %d] the allreduce both entered gave %g\n", g_rank, out[0]);
     return false;
   }
   if (comm.rank() == 1) return true;  // never enters the second allreduce
-  return expect<rankflow::Timeout>("a 4 MiB plain allreduce without member 1",
-                                   [&] {
-                                     comm.allreduce(in.data(), out.data(), in.size(),
-                                                    rankflow::DType::kF32, rankflow::ReduceOp::kSum,
-                                                    "twophase");
-                                   },
-                                   {"rank 0", "peer 1", "allreduce"});
+  return twophase_allreduce_times_out(comm, "a 4 MiB plain allreduce without member 1", in, out,
+                                      {"rank 0", "peer 1", "allreduce"});
 }
 
 bool reading_peer_absent(rankflow::Communicator& comm) {
   static std::vector<float> in(size_t{1} << 20, 1.0f), out(in.size());  // outlive the MPI_Abort
   auto together = [&] {
-    comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32,
-                   rankflow::ReduceOp::kSum, "twophase");
+    twophase_allreduce(comm, in, out);
     return out.front() == 2.0f && out.back() == 2.0f;
   };
   // The first call's kernel writes let the second one read (a member offers only then).
@@ -177,13 +185,8 @@ bool reading_peer_absent(rankflow::Communicator& comm) {
     return false;
   }
   if (comm.rank() == 1) return true;  // never enters the third allreduce
-  return expect<rankflow::Timeout>("a 4 MiB plain allreduce, reading, without member 1",
-                                   [&] {
-                                     comm.allreduce(in.data(), out.data(), in.size(),
-                                                    rankflow::DType::kF32, rankflow::ReduceOp::kSum,
-                                                    "twophase");
-                                   },
-                                   {"rank 0", "peer 1", "allreduce"});
+  return twophase_allreduce_times_out(comm, "a 4 MiB plain allreduce, reading, without member 1",
+                                      in, out, {"rank 0", "peer 1", "allreduce"});
 }
 
 // The plain twophase allreduce whose parts are streamed through the windows into recv
@@ -192,8 +195,7 @@ bool streaming_peer_absent(rankflow::Communicator& comm) {
   static std::vector<float> in(size_t{1} << 22, 1.0f), out(in.size());  // outlive the MPI_Abort
   const uint64_t before =
       rankflow::coll::process_memory_reads() + rankflow::coll::process_memory_writes();
-  comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32, rankflow::ReduceOp::kSum,
-                 "twophase");
+  twophase_allreduce(comm, in, out);
   const uint64_t copies =
       rankflow::coll::process_memory_reads() + rankflow::coll::process_memory_writes() - before;
   if (out.front() != 2.0f || out.back() != 2.0f || copies != 0) {
@@ -203,13 +205,8 @@ bool streaming_peer_absent(rankflow::Communicator& comm) {
     return false;
   }
   if (comm.rank() == 1) return true;  // never enters the second allreduce
-  return expect<rankflow::Timeout>("a 16 MiB plain allreduce, streamed, without member 1",
-                                   [&] {
-                                     comm.allreduce(in.data(), out.data(), in.size(),
-                                                    rankflow::DType::kF32, rankflow::ReduceOp::kSum,
-                                                    "twophase");
-                                   },
-                                   {"rank 0", "peer 1", "allreduce"});
+  return twophase_allreduce_times_out(comm, "a 16 MiB plain allreduce, streamed, without member 1",
+                                      in, out, {"rank 0", "peer 1", "allreduce"});
 }
 
 // The staging window grows in MPI collectives (window creation and release): their waits take the
@@ -218,12 +215,8 @@ bool growth_absent(rankflow::Communicator& comm) {
   comm.set_timeout(std::chrono::milliseconds(300));
   if (comm.rank() == 1) return true;  // never enters the allreduce
   static std::vector<float> in(size_t{1} << 21, 1.0f), out(in.size());  // outlive the MPI_Abort
-  return expect<rankflow::Timeout>(
-      "an 8 MiB plain allreduce (the staging window grows) without member 1",
-      [&] {
-        comm.allreduce(in.data(), out.data(), in.size(), rankflow::DType::kF32,
-                       rankflow::ReduceOp::kSum, "twophase");
-      },
+  return twophase_allreduce_times_out(
+      comm, "an 8 MiB plain allreduce (the staging window grows) without member 1", in, out,
       {"rank 0", "allreduce", "staging window", "within 0.3 s", "Communicator::set_timeout"});
 }
 
