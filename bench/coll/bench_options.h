@@ -10,8 +10,8 @@
 
 namespace rankflow::bench {
 
-// From this size every timed call gets freshly written input (rankflow_bench.cpp: touch), and
-// caches can be settled before it (--settle-from).
+// By default, from this size every timed call gets freshly written input (rankflow_bench.cpp:
+// touch), and caches can be settled before it (--settle-from); --fresh-from moves it.
 constexpr size_t kFreshFrom = 64 * 1024;
 
 struct Options {
@@ -33,6 +33,10 @@ struct Options {
   int batches = 9;
   size_t batch_bytes = size_t{64} << 20;  // bytes moved per batch, which sets iterations
   size_t max_iters = 2000;
+  // From this size every timed call, rankflow's and Open MPI's, is timed on its own after an
+  // untimed store to each line of its input, as after an application wrote it; below, calls run
+  // back to back on an unchanged input. SIZE_MAX (--fresh-from off): never.
+  size_t fresh_from = kFreshFrom;
   // From this size every timed call starts from caches that hold none of the bench's buffers
   // (Driver::settle_caches); SIZE_MAX (--settle-from off): never. 16 MiB: there two ranks'
   // buffers fill a 32 MiB L3 for every collective (broadcast 32 MiB, allgather and
@@ -81,7 +85,7 @@ inline const char* kUsage =
     "                      [--min-bytes 4] [--max-bytes 64M] [--buffers "
     "symmetric|user|registered]\n"
     "                      [--stage-copy table|memcpy|stream|ab] [--nonblocking]\n"
-    "                      [--batches 9] [--quick] [--settle-from 16M|off]\n"
+    "                      [--batches 9] [--quick] [--fresh-from 64K|off] [--settle-from 16M|off]\n"
     "                      [--json PATH] [--table PATH] [--help]\n"
     "  --coll      collectives to sweep (default allreduce)\n"
     "  --algo      allreduce algorithms by registry name, or auto (default auto)\n"
@@ -95,7 +99,11 @@ inline const char* kUsage =
     "              ... and Request::wait, beside Open MPI's MPI_Iallreduce ... and MPI_Wait)\n"
     "  --batches   timed batches per size; the median is reported (default 9)\n"
     "  --quick     fewer bytes per batch and at most 100 calls per batch\n"
-    "  --settle-from  from this size (default 16M, at least 64K) each timed call, rankflow's and\n"
+    "  --fresh-from  from this size (default 64K) each call, rankflow's and Open MPI's, is timed\n"
+    "              on its own after an untimed store to each cache line of its input, as after\n"
+    "              the application wrote it; below, calls run back to back on unchanged input\n"
+    "  --settle-from  from this size (default 16M, at least --fresh-from) each timed call, "
+    "rankflow's and\n"
     "              Open MPI's, starts from settled caches: an untimed read of twice the\n"
     "              last-level cache on every rank, then its fresh input; so no call finds what\n"
     "              the batch before it, of either library, left in the caches; off: never\n"
@@ -161,14 +169,12 @@ inline Options parse_options(int argc, char** argv) {
       o.batches = 3;
       o.batch_bytes = size_t{4} << 20;
       o.max_iters = 100;
+    } else if (arg == "--fresh-from") {
+      const std::string v = value();
+      o.fresh_from = v == "off" ? SIZE_MAX : parse_bytes(v, arg);
     } else if (arg == "--settle-from") {
       const std::string v = value();
       o.settle_from = v == "off" ? SIZE_MAX : parse_bytes(v, arg);
-      if (o.settle_from < kFreshFrom) {
-        throw InvalidArgument(arg + " " + v +
-                              ": settling starts at 64K or above (where each call gets fresh "
-                              "input), or off");
-      }
     } else if (arg == "--json") {
       o.json = value();
     } else if (arg == "--table") {
@@ -176,6 +182,11 @@ inline Options parse_options(int argc, char** argv) {
     } else {
       throw InvalidArgument("unknown option '" + arg + "'\n" + kUsage);
     }
+  }
+  if (o.settle_from != SIZE_MAX && o.settle_from < o.fresh_from) {
+    throw InvalidArgument("--settle-from " + std::to_string(o.settle_from) +
+                          ": settling starts where each call gets fresh input (--fresh-from, "
+                          "64K by default) or above, or is off");
   }
   if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) {
     throw InvalidArgument("--min-bytes must be positive and at most --max-bytes");

@@ -376,10 +376,10 @@ class Driver {
     auto ip = rankflow_call(coll, algo, row.count, true);
     auto mpi = mpi_call(coll, row.count, true);
     // Interleave batches so that drift of the shared machine hits both sides alike. From
-    // kFreshFrom up, every call gets freshly written input (see touch), as in an application,
+    // o_.fresh_from up, every call gets freshly written input (see touch), as in an application,
     // from settle_from up after settled caches (settle_caches).
     const size_t input = input_bytes(coll, row.count);
-    const bool per_call = bytes >= kFreshFrom && coll != "barrier";
+    const bool per_call = bytes >= o_.fresh_from && coll != "barrier";
     const bool settles = per_call && bytes >= o_.settle_from;
     auto fresh_input = [this, input, settles](std::byte* at) {
       if (settles) settle_caches();
@@ -431,10 +431,12 @@ class Driver {
                         : "plain user",
         o_.nonblocking ? "non-blocking (each waited on at once; Open MPI's MPI_I*)" : "blocking",
         o_.batches);
-    std::printf(
-        "# from %zu B up every call gets freshly written input (one store per cache "
-        "line, not timed), for rankflow and MPI alike\n",
-        kFreshFrom);
+    if (o_.fresh_from <= o_.max_bytes) {
+      std::printf(
+          "# from %zu B up every call gets freshly written input (one store per cache "
+          "line, not timed), for rankflow and MPI alike\n",
+          o_.fresh_from);
+    }
     if (o_.settle_from <= o_.max_bytes) {
       std::printf(
           "# from %zu B up every call starts from settled caches (an untimed read of %zu "
