@@ -137,7 +137,7 @@ CollTask all_to_all_cross_memory(CollContext& c, size_t src, size_t dst, size_t 
                                  const std::byte* send, std::byte* out, bool stream_staging,
                                  bool follow_verdict);
 // The own blocks the cross-memory exchanges of this process copied with non-temporal stores
-// (MachineProfile::stream_own_block_from_recv), for tests.
+// (MachineProfile::stream_own_block), for tests.
 uint64_t own_blocks_streamed();
 
 // Small blocks through the low-latency inbox, one round, any local memory (see the files):

@@ -130,11 +130,12 @@ bool apart(const std::byte* a, const std::byte* b, size_t bytes) {
 }
 
 // Whether this member's own copy from `input` into `own` streams (non-temporal stores): where
-// the profile says recv has outgrown the cache (MachineProfile::stream_own_block_from_recv) and
+// the profile says so for this collective's recv size (MachineProfile::stream_own_block) and
 // the two do not overlap.
-bool streams_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
+bool streams_own_block(std::byte* own, const std::byte* input, size_t block, int members,
+                       bool all_to_all) {
   return apart(own, input, block) &&
-         static_cast<size_t>(members) * block >= local_stream_own_block_from_recv();
+         static_cast<size_t>(members) * block >= local_stream_own_block_from_recv(all_to_all);
 }
 
 // `bytes` of the own block (apart from its input), streamed or not.
@@ -147,9 +148,10 @@ void copy_own_part(std::byte* own, const std::byte* input, size_t bytes, bool st
 }
 
 // Copies this member's own block from its input into recv.
-void copy_own_block(std::byte* own, const std::byte* input, size_t block, int members) {
+void copy_own_block(std::byte* own, const std::byte* input, size_t block, int members,
+                    bool all_to_all) {
   if (own == input) return;
-  if (streams_own_block(own, input, block, members)) {
+  if (streams_own_block(own, input, block, members, all_to_all)) {
     copy_own_part(own, input, block, true);
     g_own_blocks_streamed.fetch_add(1, std::memory_order_relaxed);
   } else {
@@ -174,7 +176,7 @@ bool keeps_own_beside_write(CollContext& c, int peer, const Header& theirs, size
 bool write_block_keeping_own(CollContext& c, int peer, const Header& theirs, size_t region,
                              size_t block, const std::byte* mine, std::byte* own) {
   if (!keeps_own_beside_write(c, peer, theirs, block, mine, own)) return false;
-  const bool streams = streams_own_block(own, mine, block, c.size());
+  const bool streams = streams_own_block(own, mine, block, c.size(), false);
   const uint64_t to = theirs.recv + static_cast<size_t>(c.rank()) * block;
   bool written = true;
   for (size_t first = 0; first < block; first += kKeptBlockChunk) {
@@ -228,7 +230,7 @@ CollTask cross_memory_exchange(CollContext& c, size_t region, size_t block, cons
     }
     c.notify(p, kDone);
   }
-  if (!own_copied) copy_own_block(own, block_for(me), block, c.size());
+  if (!own_copied) copy_own_block(own, block_for(me), block, c.size(), per_peer);
   for (int d = 1; d < c.size(); ++d)
     co_await c.await(c.peer(-d), kDone);
   for (int d = 1; d < c.size(); ++d) {

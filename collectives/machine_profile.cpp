@@ -85,7 +85,8 @@ constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB};
 // x0.79-0.89 of the time with memcpy in both modes; at 1-4 MiB blocks the buffers fit and the
 // streamed copy lost (x1.0-1.5 the time). glibc streams only from 240 MiB here (its
 // x86_non_temporal_threshold, from the cache size the hypervisor reports).
-constexpr size_t kAmdZen4StreamOwnBlockFromRecv = 16 * MiB;
+constexpr OwnBlockStreaming kAmdZen4StreamOwnBlock{.allgather_from_recv = 16 * MiB,
+                                                   .all_to_all_from_recv = 16 * MiB};
 
 // The `probed` exchanges (chosen above) stage in the fast mode, whose probe reads 160-220 ns
 // against the slow mode's 520-880 ns (staging runs x0.32-0.42 of Open MPI there, against the
@@ -196,7 +197,15 @@ constexpr TwophaseSegments kIntelEmrTwophase{.segmented_up_to = SIZE_MAX,
                                              .max_segments = SIZE_MAX,
                                              .reads_from = 2 * MiB,
                                              .streams_from = 16 * MiB};
-constexpr size_t kIntelEmrStreamOwnBlockFromRecv = 16 * MiB;
+// The all_to_all's own block streams from a 2 MiB recv: it is copied from send on its own, as
+// in the floor of docs/data/floor-intel-emr-2026-12-06-all-to-all/. The allgather's comes from
+// the cache, chunk by chunk beside its kernel writes, and streaming it below 16 MiB lost (4 MiB
+// x1.17 against x1.35). Alternated launches, five logs, 2026-12-06 20:55-21:02
+// (docs/data/ab-intel-emr-2026-12-06-night/, pool.py), median ratio to Open MPI's busbw over
+// 24-29 launches each: 2 MiB x1.28 against x1.15, 4 MiB x1.20 against x1.09, 8 MiB x1.11
+// against x1.04; two of the five logs read level.
+constexpr OwnBlockStreaming kIntelEmrStreamOwnBlock{.allgather_from_recv = 16 * MiB,
+                                                    .all_to_all_from_recv = 2 * MiB};
 
 constexpr MachineProfile kProfiles[] = {
     {.name = "amd-zen4",
@@ -205,7 +214,7 @@ constexpr MachineProfile kProfiles[] = {
      .choices = kAmdZen4,
      .fast_round_trip_ns = kAmdZen4FastRoundTripNs,
      .reads = kAmdZen4Reads,
-     .stream_own_block_from_recv = kAmdZen4StreamOwnBlockFromRecv,
+     .stream_own_block = kAmdZen4StreamOwnBlock,
      .staged = kAmdZen4Staged},
     {.name = "amd-zen5",
      .measured_on = "AMD EPYC (family 26 model 2), 2 cores, 2026-12-05",
@@ -216,7 +225,7 @@ constexpr MachineProfile kProfiles[] = {
      .measured_on = "Intel Xeon (family 6 model 207), 2 cores, 2026-12-06",
      .cpus = {"GenuineIntel", 6, 207, 207},
      .choices = kIntelEmr,
-     .stream_own_block_from_recv = kIntelEmrStreamOwnBlockFromRecv,
+     .stream_own_block = kIntelEmrStreamOwnBlock,
      .twophase = kIntelEmrTwophase},
 };
 
@@ -302,8 +311,10 @@ const CrossMemoryReads& local_cross_memory_reads() {
   return local_profile() == nullptr ? never : local_profile()->reads;
 }
 
-size_t local_stream_own_block_from_recv() {
-  return local_profile() == nullptr ? SIZE_MAX : local_profile()->stream_own_block_from_recv;
+size_t local_stream_own_block_from_recv(bool all_to_all) {
+  if (local_profile() == nullptr) return SIZE_MAX;
+  const OwnBlockStreaming& from = local_profile()->stream_own_block;
+  return all_to_all ? from.all_to_all_from_recv : from.allgather_from_recv;
 }
 
 const StagedExchanges& local_staged_exchanges() {

@@ -63,6 +63,15 @@ struct StagedExchanges {
   int members = 2;
 };
 
+// From which recv size (members x block, bytes) a cross-memory exchange copies a member's own
+// block with non-temporal stores, per collective (MachineProfile::stream_own_block). The
+// allgather copies it from the cache, chunk by chunk beside its kernel writes; the all_to_all
+// copies it from its send on its own.
+struct OwnBlockStreaming {
+  size_t allgather_from_recv = SIZE_MAX;
+  size_t all_to_all_from_recv = SIZE_MAX;
+};
+
 struct MachineProfile {
   std::string_view name;         // RANKFLOW_MACHINE's value and the sweep file's suffix
   std::string_view measured_on;  // the machine its sweep ran on, for logs and docs
@@ -73,10 +82,9 @@ struct MachineProfile {
   uint32_t fast_round_trip_ns = 0;
   CrossMemoryReads reads{};
   // A cross-memory exchange copies a member's own block into its recv with non-temporal stores
-  // where recv (members x block) holds this many bytes or more: the call's buffers have outgrown
-  // the cache, and ordinary stores would first fetch each line of recv from memory. The default
-  // never streams.
-  size_t stream_own_block_from_recv = SIZE_MAX;
+  // where recv (members x block) holds this many bytes or more: ordinary stores would first
+  // fetch each line of recv. The default never streams.
+  OwnBlockStreaming stream_own_block{};
   StagedExchanges staged{};
   // How twophase splits an allreduce on plain buffers (collective.h); the default is the tables'.
   TwophaseSegments twophase{};
@@ -107,9 +115,10 @@ const MachineProfile* profile_from_environment();
 // none). Each member chooses the direction of the blocks it receives by itself, so this needs no
 // agreement.
 const CrossMemoryReads& local_cross_memory_reads();
-// This process's profile's stream_own_block_from_recv (SIZE_MAX for none). A member's own copy
-// concerns no peer, so members need not agree on it.
-size_t local_stream_own_block_from_recv();
+// This process's profile's stream_own_block threshold for the allgather or (all_to_all) the
+// all_to_all (SIZE_MAX for none). A member's own copy concerns no peer, so members need not
+// agree on it.
+size_t local_stream_own_block_from_recv(bool all_to_all);
 // This process's profile's StagedExchanges (never stages for none).
 const StagedExchanges& local_staged_exchanges();
 // This process's profile's fast_round_trip_ns (0, no fast mode, for none).

@@ -270,13 +270,19 @@ TEST(MachineProfile, TwophaseReadsFromTheMeasuredSize) {
   EXPECT_EQ(twophase_segments(nullptr).reads_from, SIZE_MAX);
 }
 
-// Own blocks are streamed from a 16 MiB recv on the AMD Zen 4 and the Intel Xeon, never on the
-// Zen 5 (machine_profile.cpp).
+// Own blocks are streamed from a 16 MiB recv on the AMD Zen 4 and the Intel Xeon, the Xeon's
+// all_to_all from 2 MiB, never on the Zen 5 (machine_profile.cpp).
 TEST(MachineProfile, OwnBlocksStreamFromTheMeasuredRecvSize) {
   const size_t mib = size_t{1} << 20;
-  EXPECT_EQ(find_profile("amd-zen4", "test")->stream_own_block_from_recv, 16 * mib);
-  EXPECT_EQ(find_profile("intel-emr", "test")->stream_own_block_from_recv, 16 * mib);
-  EXPECT_EQ(find_profile("amd-zen5", "test")->stream_own_block_from_recv, SIZE_MAX);
+  const OwnBlockStreaming& zen4 = find_profile("amd-zen4", "test")->stream_own_block;
+  EXPECT_EQ(zen4.allgather_from_recv, 16 * mib);
+  EXPECT_EQ(zen4.all_to_all_from_recv, 16 * mib);
+  const OwnBlockStreaming& emr = find_profile("intel-emr", "test")->stream_own_block;
+  EXPECT_EQ(emr.allgather_from_recv, 16 * mib);
+  EXPECT_EQ(emr.all_to_all_from_recv, 2 * mib);
+  const OwnBlockStreaming& zen5 = find_profile("amd-zen5", "test")->stream_own_block;
+  EXPECT_EQ(zen5.allgather_from_recv, SIZE_MAX);
+  EXPECT_EQ(zen5.all_to_all_from_recv, SIZE_MAX);
 }
 
 }  // namespace
