@@ -84,7 +84,8 @@ constexpr CrossMemoryReads kAmdZen4Reads{4096 * KiB};
 // blocks (recv 16-32 MiB a member, beside the peer's as much: more than the 32 MiB L3) took
 // x0.79-0.89 of the time with memcpy in both modes; at 1-4 MiB blocks the buffers fit and the
 // streamed copy lost (x1.0-1.5 the time). glibc streams only from 240 MiB here (its
-// x86_non_temporal_threshold, from the cache size the hypervisor reports).
+// x86_non_temporal_threshold, from the cache size the hypervisor reports). The all_to_all's
+// threshold was carried over from the allgather's, not measured on its own.
 constexpr OwnBlockStreaming kAmdZen4StreamOwnBlock{.allgather_from_recv = 16 * MiB,
                                                    .all_to_all_from_recv = 16 * MiB};
 

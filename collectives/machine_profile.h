@@ -64,9 +64,10 @@ struct StagedExchanges {
 };
 
 // From which recv size (members x block, bytes) a cross-memory exchange copies a member's own
-// block with non-temporal stores, per collective (MachineProfile::stream_own_block). The
-// allgather copies it from the cache, chunk by chunk beside its kernel writes; the all_to_all
-// copies it from its send on its own.
+// block with non-temporal stores, per collective (MachineProfile::stream_own_block). Where an
+// allgather member writes its block into the peers' recv itself, in chunks over 256 KiB, it
+// copies each chunk into its own block from the cache straight after (exchange_cross_memory.cpp);
+// otherwise, and always for the all_to_all, the own block is copied from the input on its own.
 struct OwnBlockStreaming {
   size_t allgather_from_recv = SIZE_MAX;
   size_t all_to_all_from_recv = SIZE_MAX;
@@ -82,8 +83,8 @@ struct MachineProfile {
   uint32_t fast_round_trip_ns = 0;
   CrossMemoryReads reads{};
   // A cross-memory exchange copies a member's own block into its recv with non-temporal stores
-  // where recv (members x block) holds this many bytes or more: ordinary stores would first
-  // fetch each line of recv. The default never streams.
+  // where recv (members x block) reaches the collective's threshold here: ordinary stores would
+  // first fetch each line of recv. The default never streams.
   OwnBlockStreaming stream_own_block{};
   StagedExchanges staged{};
   // How twophase splits an allreduce on plain buffers (collective.h); the default is the tables'.

@@ -1,6 +1,7 @@
 // Command-line options of rankflow-bench.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
@@ -99,18 +100,36 @@ inline const char* kUsage =
     "              ... and Request::wait, beside Open MPI's MPI_Iallreduce ... and MPI_Wait)\n"
     "  --batches   timed batches per size; the median is reported (default 9)\n"
     "  --quick     fewer bytes per batch and at most 100 calls per batch\n"
-    "  --fresh-from  from this size (default 64K) each call, rankflow's and Open MPI's, is timed\n"
-    "              on its own after an untimed store to each cache line of its input, as after\n"
-    "              the application wrote it; below, calls run back to back on unchanged input\n"
-    "  --settle-from  from this size (default 16M, at least --fresh-from) each timed call, "
-    "rankflow's and\n"
-    "              Open MPI's, starts from settled caches: an untimed read of twice the\n"
-    "              last-level cache on every rank, then its fresh input; so no call finds what\n"
-    "              the batch before it, of either library, left in the caches; off: never\n"
+    "  --fresh-from  from this size (default 64K) each call, rankflow's and Open MPI's, is\n"
+    "              timed on its own after an untimed store to each cache line of its input, as\n"
+    "              after the application wrote it; below, calls run back to back on unchanged\n"
+    "              input; off: never. Below about 1K a call timed on its own mostly measures\n"
+    "              how unevenly the ranks leave the barrier before it\n"
+    "  --settle-from  from this size (default 16M, or --fresh-from where that is larger) each\n"
+    "              call timed on its own, rankflow's and Open MPI's, starts from settled\n"
+    "              caches: an untimed read of twice the last-level cache on every rank, then\n"
+    "              its fresh input; so no call finds what the batch before it, of either\n"
+    "              library, left in the caches; off: never (at least --fresh-from)\n"
     "  --json, --table  also write every row as JSON / as a whitespace table for plotting\n";
+
+// Settling applies only to calls timed on their own after fresh input: a --settle-from below
+// --fresh-from is refused; the default (16M) follows --fresh-from up where that is larger, and
+// goes off with it.
+inline void settle_where_fresh(Options& o, bool settle_given) {
+  if (!settle_given) {
+    o.settle_from = std::max(o.settle_from, o.fresh_from);
+    return;
+  }
+  if (o.settle_from != SIZE_MAX && o.settle_from < o.fresh_from) {
+    throw InvalidArgument("--settle-from " + std::to_string(o.settle_from) +
+                          ": settling starts where each call gets fresh input (--fresh-from, "
+                          "64K by default) or above, or is off");
+  }
+}
 
 inline Options parse_options(int argc, char** argv) {
   Options o;
+  bool settle_given = false;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&]() -> std::string {
@@ -175,6 +194,7 @@ inline Options parse_options(int argc, char** argv) {
     } else if (arg == "--settle-from") {
       const std::string v = value();
       o.settle_from = v == "off" ? SIZE_MAX : parse_bytes(v, arg);
+      settle_given = true;
     } else if (arg == "--json") {
       o.json = value();
     } else if (arg == "--table") {
@@ -183,11 +203,7 @@ inline Options parse_options(int argc, char** argv) {
       throw InvalidArgument("unknown option '" + arg + "'\n" + kUsage);
     }
   }
-  if (o.settle_from != SIZE_MAX && o.settle_from < o.fresh_from) {
-    throw InvalidArgument("--settle-from " + std::to_string(o.settle_from) +
-                          ": settling starts where each call gets fresh input (--fresh-from, "
-                          "64K by default) or above, or is off");
-  }
+  settle_where_fresh(o, settle_given);
   if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) {
     throw InvalidArgument("--min-bytes must be positive and at most --max-bytes");
   }

@@ -472,10 +472,17 @@ class Driver {
     std::fflush(stdout);
   }
 
+  // A size option for JSON: its bytes, or null where it is off.
+  static std::string bytes_or_null(size_t bytes) {
+    return bytes == SIZE_MAX ? "null" : std::to_string(bytes);
+  }
+
   void write_json() const {
     std::ofstream out(o_.json);
     out << "{\"ranks\": " << comm_.size() << ", \"buffers\": \"" << o_.buffers()
-        << "\", \"nonblocking\": " << (o_.nonblocking ? "true" : "false") << ", \"rows\": [\n";
+        << "\", \"nonblocking\": " << (o_.nonblocking ? "true" : "false")
+        << ", \"fresh_from\": " << bytes_or_null(o_.fresh_from)
+        << ", \"settle_from\": " << bytes_or_null(o_.settle_from) << ", \"rows\": [\n";
     for (size_t i = 0; i < rows_.size(); ++i) {
       const Row& r = rows_[i];
       out << "  {\"collective\": \"" << r.coll << "\", \"algorithm\": \"" << r.algo

@@ -222,11 +222,23 @@ TEST(CrossMemory, AutoDirectionKeepsBothMembersOfThePairAlike) {
 }
 
 // Where the profile streams the own block (algorithm_override.np2.amd_profile_exchanges runs it
-// with RANKFLOW_MACHINE=amd-zen4: recv of 16 MiB and more; on the Intel Xeon of intel-emr the
-// all_to_all from 2 MiB), the cross-memory allgather and all_to_all copy it with non-temporal
-// stores, once a call, and exactly: recv one int32 off the
-// 16-byte alignment (a head and a tail beside the streamed lines), an odd count, every element
-// checked. A call whose recv is below the threshold, or in place, copies as before.
+// with RANKFLOW_MACHINE=amd-zen4: recv of 16 MiB and more; .intel_emr_own_blocks with intel-emr:
+// the allgather from 16 MiB, the all_to_all from 2 MiB, so a threshold taken for the wrong
+// collective streams where it should not), the cross-memory allgather and all_to_all copy it with
+// non-temporal stores, once a call, and exactly: recv one int32 off the 16-byte alignment (a head
+// and a tail beside the streamed lines), an odd count, every element checked. A call whose recv
+// is below the threshold, or in place, copies as before.
+// This process's profile's threshold for the collective, read from the profile itself (the
+// environment's choice, as the library's), not through the library's accessor.
+size_t own_block_threshold(bool all_to_all) {
+  const coll::MachineProfile* profile = coll::profile_from_environment();
+  if (profile == nullptr) return SIZE_MAX;
+  const coll::OwnBlockStreaming& from = profile->stream_own_block;
+  const size_t threshold = all_to_all ? from.all_to_all_from_recv : from.allgather_from_recv;
+  EXPECT_EQ(coll::local_stream_own_block_from_recv(all_to_all), threshold);
+  return threshold;
+}
+
 TEST(CrossMemory, LargeOwnBlockIsStreamedExactly) {
   Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
   int mapped = api::maps_peers(comm) ? 1 : 0;
@@ -238,7 +250,7 @@ TEST(CrossMemory, LargeOwnBlockIsStreamedExactly) {
     const bool all_to_all = std::string(variable) == "RANKFLOW_ALL_TO_ALL";
     // Every member decides alike (each may have its own profile, and its own copies off): the
     // smallest threshold of the members sets the sizes, each member's own says what it streams.
-    const size_t from = coll::local_stream_own_block_from_recv(all_to_all);
+    const size_t from = own_block_threshold(all_to_all);
     unsigned long long smallest = from;
     MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
     if (smallest > (size_t{32} << 20)) continue;
