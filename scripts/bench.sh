@@ -3,7 +3,9 @@
 # every algorithm and auto), 4 B to 64 MiB, f32 sum, symmetric, plain user and registered plain
 # buffers (Communicator::register_buffer), each
 # beside Open MPI in the same run. Writes results/<date>-<host>.json (+ .txt tables), a PNG plot
-# of busbw against size, and prints a summary of the ratios.
+# of busbw against size, and prints a summary of the ratios. The collectives with a row near
+# Open MPI's figure (or, on plain arrays, near issue 13's targets) are swept twice more and
+# judged on the median of three (results/<stem>-<kind>-2.txt, -3.txt; scripts/bench-verdict.sh).
 # Options are passed to rankflow-bench (for example --quick, --max-bytes 1M).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
@@ -85,27 +87,40 @@ summary "$stem-user.txt" "plain user buffers"
 summary "$stem-registered.txt" "registered plain buffers"
 
 # Every row, of every buffer kind, where what users get (the table's own choice: allreduce
-# auto, the other collectives' rows) loses to Open MPI in this run (issue 13: the list must be
-# empty). Allreduce forced to a named algorithm is counted apart: those rows show what each
+# auto, the other collectives' rows) loses to Open MPI (issue 13: the list must be empty), and
+# on plain arrays every row under issue 13's targets, judged as the issue judges them: on the
+# median of three sweeps. The collectives with a row near a line (under 1.1 times it) in the
+# sweep above are swept twice more with the tables' choices (scripts/bench-verdict.sh
+# to-confirm); every other row is judged on its one sweep, already clear of its line by a
+# tenth. Allreduce forced to a named algorithm is counted apart: those rows show what each
 # algorithm does, not what a call gets.
+verdict="$RANKFLOW_ROOT/scripts/bench-verdict.sh"
 echo
-echo "## rows below 1.0x Open MPI (its time / ours below 4 KiB, our busbw / its above)"
-slower=0
+echo "## sweeping again the collectives with a row near its line"
+for kind in symmetric user registered; do
+  confirm=$("$verdict" to-confirm "$kind" "$stem-$kind.txt")
+  [ -n "$confirm" ] || continue
+  for sweep in 2 3; do
+    echo "# $kind buffers, sweep $sweep of $confirm"
+    mpirun -n 2 --bind-to core "$RANKFLOW_BUILD/bench/rankflow-bench" --coll "$confirm" \
+      --algo auto --buffers "$kind" --table "$stem-$kind-$sweep.txt" "$@" > /dev/null
+  done
+done
+echo
+echo "## rows below 1.0x Open MPI (its time / ours below 4 KiB, our busbw / its above), median of the sweeps"
 named=0
 for kind in symmetric user registered; do
-  while read -r line; do
-    echo "SLOWER THAN MPI  $kind  $line"
-    slower=$((slower + 1))
-  done < <(awk '!/^#/ && $4 > 0 && $8 > 0 && ($1 != "allreduce" || $2 == "auto") {
-                  ratio = ($3 < 4096) ? $8 / $4 : (($9 > 0) ? $5 / $9 : 0)
-                  if (ratio < 1.0) printf "%-15s %-18s %10d  x%.2f\n", $1, $2, $3, ratio
-                }' "$stem-$kind.txt")
+  tables=("$stem-$kind.txt")
+  for sweep in 2 3; do
+    [ -f "$stem-$kind-$sweep.txt" ] && tables+=("$stem-$kind-$sweep.txt")
+  done
+  "$verdict" verdict "$kind" "${tables[@]}"
   named=$((named + $(awk '!/^#/ && $1 == "allreduce" && $2 != "auto" && $4 > 0 && $8 > 0 {
                           ratio = ($3 < 4096) ? $8 / $4 : (($9 > 0) ? $5 / $9 : 0)
                           if (ratio < 1.0) n++
                         } END { print n + 0 }' "$stem-$kind.txt")))
 done
-echo "# $slower rows slower than Open MPI ($named more rows of allreduce forced to one algorithm)"
+echo "# $named rows of allreduce forced to one algorithm below 1.0 in the first sweep (not judged)"
 echo
-echo "results: $stem.json, plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png," \
-  "$stem-plain-busbw.png"
+echo "results: $stem.json (the collectives swept again: $stem-<kind>-2.txt, -3.txt)," \
+  "plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png, $stem-plain-busbw.png"

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# Judges tables written by `rankflow-bench --table` as issue 13 does: for each row users get
+# (allreduce `auto`, every other collective's row; allreduce forced to one algorithm is left
+# out), the median over the sweeps given of rankflow's ratio to Open MPI from the same run: Open
+# MPI's time over rankflow's below 4 KiB, rankflow's busbw over Open MPI's from 4 KiB.
+#
+#   bench-verdict.sh to-confirm KIND TABLE
+#       the collectives (comma-separated, for --coll) with a row under 1.1 times its line in
+#       TABLE: scripts/bench.sh sweeps those twice more, so that each verdict near a line is a
+#       median of three sweeps and not one sweep's noise
+#   bench-verdict.sh verdict KIND TABLE [TABLE...]
+#       every row whose median is under its line, with the ratio of each sweep, then a count
+#
+# KIND is the buffer kind the tables measured: symmetric, user (plain arrays) or registered.
+# The line of every row of every kind is 1.0: under it the row is printed SLOWER THAN MPI (the
+# list issue 13 asks to be empty). On plain arrays (user) the row is also judged against issue
+# 13's targets and printed UNDER TARGET below them: allreduce at most 0.6 of Open MPI's time
+# below 4 KiB (a ratio of 1/0.6) and 1.5 times its busbw from 32 KiB to 64 MiB; allgather,
+# reduce_scatter, broadcast and all_to_all 1.3 times from 64 KiB.
+set -euo pipefail
+
+usage() {
+  sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d; s/^# \{0,1\}//' >&2
+  exit 2
+}
+
+[ $# -ge 3 ] || usage
+mode=$1 kind=$2
+shift 2
+case "$kind" in symmetric | user | registered) ;; *)
+  echo "bench-verdict.sh: unknown buffer kind '$kind' (symmetric, user or registered)" >&2
+  exit 2
+  ;;
+esac
+for table in "$@"; do
+  [ -r "$table" ] || { echo "bench-verdict.sh: cannot read table '$table'" >&2; exit 2; }
+done
+
+# Shared by both modes: ratio() as the bench computes it, target() as issue 13 sets it.
+awk_lines='
+  function ratio(coll, size, oop_us, oop_bw, mpi_us, mpi_bw) {
+    if (size < 4096) return mpi_us / oop_us
+    return (mpi_bw > 0) ? oop_bw / mpi_bw : 0
+  }
+  function target(coll, size) {
+    if (kind != "user") return 1.0
+    if (coll == "allreduce") {
+      if (size < 4096) return 1 / 0.6
+      if (size >= 32768 && size <= 67108864) return 1.5
+      return 1.0
+    }
+    if (coll == "barrier") return 1.0
+    return (size >= 65536 && size <= 67108864) ? 1.3 : 1.0
+  }
+  function counted(coll, algo, oop_us, mpi_us) {
+    return !(coll == "allreduce" && algo != "auto") && oop_us > 0 && mpi_us > 0
+  }'
+
+case "$mode" in
+to-confirm)
+  [ $# -eq 1 ] || usage
+  awk -v kind="$kind" "$awk_lines"'
+    !/^#/ && NF >= 9 && counted($1, $2, $4, $8) {
+      if (ratio($1, $3, $4, $5, $8, $9) < 1.1 * target($1, $3) && !($1 in seen)) {
+        seen[$1] = 1
+        out = out (out == "" ? "" : ",") $1
+      }
+    }
+    END { if (out != "") print out }' "$1"
+  ;;
+verdict)
+  awk -v kind="$kind" "$awk_lines"'
+    !/^#/ && NF >= 9 && counted($1, $2, $4, $8) {
+      key = $1 " " $3
+      if (!(key in n)) { order[++keys] = key; coll[key] = $1; size[key] = $3 }
+      values[key, ++n[key]] = ratio($1, $3, $4, $5, $8, $9)
+    }
+    function median(key,    i, j, v, t, m) {
+      m = n[key]
+      for (i = 1; i <= m; i++) v[i] = values[key, i]
+      for (i = 2; i <= m; i++)
+        for (j = i; j > 1 && v[j - 1] > v[j]; j--) { t = v[j]; v[j] = v[j - 1]; v[j - 1] = t }
+      return (m % 2) ? v[(m + 1) / 2] : (v[m / 2] + v[m / 2 + 1]) / 2
+    }
+    function sweeps(key,    i, s) {
+      for (i = 1; i <= n[key]; i++) s = s (i > 1 ? " " : "") sprintf("%.2f", values[key, i])
+      return s
+    }
+    END {
+      slower = 0; under = 0; fewest = 0; most = 0
+      for (k = 1; k <= keys; k++) {
+        key = order[k]; m = median(key); line = target(coll[key], size[key])
+        if (n[key] > most) most = n[key]
+        if (fewest == 0 || n[key] < fewest) fewest = n[key]
+        if (m < 1.0) {
+          printf "SLOWER THAN MPI  %-10s %-15s %10d  x%.2f  (sweeps: %s)\n", kind, coll[key],
+                 size[key], m, sweeps(key)
+          slower++
+        } else if (m < line) {
+          printf "UNDER TARGET     %-10s %-15s %10d  x%.2f < x%.2f  (sweeps: %s)\n", kind,
+                 coll[key], size[key], m, line, sweeps(key)
+          under++
+        }
+      }
+      printf "# %s: %d of %d rows slower than Open MPI in the median (of %s a row)", kind,
+             slower, keys, (most == 1) ? "1 sweep" : ((fewest == most) ? most : fewest "-" most) " sweeps"
+      if (kind == "user") printf "; %d more under issue 13'"'"'s targets", under
+      printf "\n"
+    }' "$@"
+  ;;
+*) usage ;;
+esac
