@@ -3,15 +3,20 @@
 # every algorithm and auto), 4 B to 64 MiB, f32 sum, symmetric, plain user and registered plain
 # buffers (Communicator::register_buffer), each
 # beside Open MPI in the same run. Writes results/<date>-<host>.json (+ .txt tables), a PNG plot
-# of busbw against size, and prints a summary of the ratios. The collectives with a row near
-# Open MPI's figure (or, on plain arrays, near issue 13's targets) are swept twice more and
-# judged on the median of three (results/<stem>-<kind>-2.txt, -3.txt; scripts/bench-verdict.sh).
+# of busbw against size, and prints a summary of the ratios. Each kind is then swept twice more
+# with the tables' choices (RANKFLOW_BENCH_SWEEPS=3 sweeps in all; 1 for one sweep), and every
+# row is judged on the median of the sweeps (scripts/bench-verdict.sh): the list of rows slower
+# than Open MPI, and on plain arrays the rows under issue 13's targets. Exits 1 where a row is
+# slower than Open MPI.
 # Options are passed to rankflow-bench (for example --quick, --max-bytes 1M).
 set -euo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 results="$RANKFLOW_ROOT/results"
 mkdir -p "$results"
 stem="$results/$(date +%Y%m%d-%H%M%S)-$(hostname)"
+sweeps=${RANKFLOW_BENCH_SWEEPS:-3}
+[[ "$sweeps" =~ ^[1-9][0-9]*$ ]] ||
+  { echo "bench.sh: RANKFLOW_BENCH_SWEEPS must be a count of sweeps, not '$sweeps'" >&2; exit 2; }
 echo "# load before the run: $(cat /proc/loadavg)"
 for buffers in symmetric user registered; do
   mpirun -n 2 --bind-to core "$RANKFLOW_BUILD/bench/rankflow-bench" --coll all --algo all,auto \
@@ -89,32 +94,26 @@ summary "$stem-registered.txt" "registered plain buffers"
 # Every row, of every buffer kind, where what users get (the table's own choice: allreduce
 # auto, the other collectives' rows) loses to Open MPI (issue 13: the list must be empty), and
 # on plain arrays every row under issue 13's targets, judged as the issue judges them: on the
-# median of three sweeps. The collectives with a row near a line (under 1.1 times it) in the
-# sweep above are swept twice more with the tables' choices (scripts/bench-verdict.sh
-# to-confirm); every other row is judged on its one sweep, already clear of its line by a
-# tenth. Allreduce forced to a named algorithm is counted apart: those rows show what each
-# algorithm does, not what a call gets.
-verdict="$RANKFLOW_ROOT/scripts/bench-verdict.sh"
+# median of three sweeps (scripts/bench-verdict.sh). The sweeps after the first run the tables'
+# choices only. Allreduce forced to a named algorithm is counted apart: those rows show what
+# each algorithm does, not what a call gets.
 echo
-echo "## sweeping again the collectives with a row near its line"
+echo "## $sweeps sweeps of each buffer kind in all; sweeping again with the tables' choices"
 for kind in symmetric user registered; do
-  confirm=$("$verdict" to-confirm "$kind" "$stem-$kind.txt")
-  [ -n "$confirm" ] || continue
-  for sweep in 2 3; do
-    echo "# $kind buffers, sweep $sweep of $confirm"
-    mpirun -n 2 --bind-to core "$RANKFLOW_BUILD/bench/rankflow-bench" --coll "$confirm" \
-      --algo auto --buffers "$kind" --table "$stem-$kind-$sweep.txt" "$@" > /dev/null
+  for ((sweep = 2; sweep <= sweeps; sweep++)); do
+    echo "# $kind buffers, sweep $sweep"
+    mpirun -n 2 --bind-to core "$RANKFLOW_BUILD/bench/rankflow-bench" --coll all --algo auto \
+      --buffers "$kind" --table "$stem-$kind-$sweep.txt" "$@" > /dev/null
   done
 done
 echo
 echo "## rows below 1.0x Open MPI (its time / ours below 4 KiB, our busbw / its above), median of the sweeps"
 named=0
+status=0
 for kind in symmetric user registered; do
   tables=("$stem-$kind.txt")
-  for sweep in 2 3; do
-    [ -f "$stem-$kind-$sweep.txt" ] && tables+=("$stem-$kind-$sweep.txt")
-  done
-  "$verdict" verdict "$kind" "${tables[@]}"
+  for ((sweep = 2; sweep <= sweeps; sweep++)); do tables+=("$stem-$kind-$sweep.txt"); done
+  "$RANKFLOW_ROOT/scripts/bench-verdict.sh" "$kind" "${tables[@]}" || status=$?
   named=$((named + $(awk '!/^#/ && $1 == "allreduce" && $2 != "auto" && $4 > 0 && $8 > 0 {
                           ratio = ($3 < 4096) ? $8 / $4 : (($9 > 0) ? $5 / $9 : 0)
                           if (ratio < 1.0) n++
@@ -122,5 +121,6 @@ for kind in symmetric user registered; do
 done
 echo "# $named rows of allreduce forced to one algorithm below 1.0 in the first sweep (not judged)"
 echo
-echo "results: $stem.json (the collectives swept again: $stem-<kind>-2.txt, -3.txt)," \
+echo "results: $stem.json (the sweeps after the first: $stem-<kind>-<sweep>.txt)," \
   "plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png, $stem-plain-busbw.png"
+exit "$status"  # 1 where a row is slower than Open MPI
