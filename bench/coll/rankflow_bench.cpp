@@ -534,9 +534,11 @@ class Driver {
   const Options& o_;
   Communicator& comm_;
   SymmetricBuffer arena_;
-  RegisteredBuffer registration_;               // --buffers registered
   static constexpr size_t kCopySkew = 33 * 64;  // cache-line aligned, not 4 KiB-aliased
   std::vector<std::byte> user_, mpi_send_, mpi_recv_, copy_a_, copy_b_, settle_;
+  // --buffers registered: declared after user_, so that it is deregistered before user_ frees
+  // the memory it registers.
+  RegisteredBuffer registration_;
   std::byte* send_ = nullptr;
   std::byte* recv_ = nullptr;
   std::vector<Row> rows_;
