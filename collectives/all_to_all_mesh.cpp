@@ -3,13 +3,16 @@
 // (src == dst) where every member maps every other's window (CollContext::eager, the same
 // answer on every member), each pair of members swaps its two blocks where they lie (member
 // r's block p with member p's block r), the lower rank the first half and the higher the rest,
-// so nothing is staged and the own block is not touched; elsewhere in place the blocks are
-// gathered in scratch and written after the "done" round. Runs on the thread that drives the
-// collective.
+// so nothing is staged and the own block is not touched (a call in place on some members only
+// may then overwrite a peer's input: in place is on every member or none); elsewhere in place the
+// blocks are gathered in scratch and written after the "done" round. Runs on the thread that drives
+// the collective.
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "collectives/collective.h"
+#include "rankflow/error.h"
 
 namespace rankflow::coll {
 namespace {
@@ -26,8 +29,9 @@ void swap_bytes(std::byte* a, std::byte* b, size_t bytes) {
 }
 
 // This member's share of the swap with each peer: of the pair (this member's block p, peer
-// p's block for this member), the lower rank swaps the first half, cut at a cache line, and
-// the higher rank the rest.
+// p's block for this member), the lower rank swaps the first half (cut at a multiple of 64
+// bytes from the block's start) and the higher rank the rest. Every peer's window is mapped
+// here (the caller checked CollContext::eager, which every member agreed on).
 void swap_shares_with_peers(CollContext& c, size_t buffer, size_t block_bytes) {
   const size_t me = static_cast<size_t>(c.rank());
   const size_t half = block_bytes / 2 / 64 * 64;
@@ -39,6 +43,11 @@ void swap_shares_with_peers(CollContext& c, size_t buffer, size_t block_bytes) {
     const size_t theirs_at = buffer + me * block_bytes;
     c.team().remote_ptr(p, theirs_at + block_bytes);  // bounds check of the whole block
     auto* theirs = static_cast<std::byte*>(c.team().remote_ptr(p, theirs_at));
+    if (theirs == nullptr) {
+      throw InvalidState("all_to_all in place: rank " + std::to_string(c.rank()) +
+                         " does not map the window of member " + std::to_string(p) +
+                         ", which every member agreed it would");
+    }
     std::byte* mine = c.local(buffer + static_cast<size_t>(p) * block_bytes);
     swap_bytes(mine + begin, theirs + begin, end - begin);
   }
