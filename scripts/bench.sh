@@ -108,18 +108,12 @@ for kind in symmetric user registered; do
 done
 echo
 echo "## rows below 1.0x Open MPI (its time / ours below 4 KiB, our busbw / its above), median of the sweeps"
-named=0
 status=0
 for kind in symmetric user registered; do
   tables=("$stem-$kind.txt")
   for ((sweep = 2; sweep <= sweeps; sweep++)); do tables+=("$stem-$kind-$sweep.txt"); done
   "$RANKFLOW_ROOT/scripts/bench-verdict.sh" "$kind" "${tables[@]}" || status=$?
-  named=$((named + $(awk '!/^#/ && $1 == "allreduce" && $2 != "auto" && $4 > 0 && $8 > 0 {
-                          ratio = ($3 < 4096) ? $8 / $4 : (($9 > 0) ? $5 / $9 : 0)
-                          if (ratio < 1.0) n++
-                        } END { print n + 0 }' "$stem-$kind.txt")))
 done
-echo "# $named rows of allreduce forced to one algorithm below 1.0 in the first sweep (not judged)"
 echo
 echo "results: $stem.json (the sweeps after the first: $stem-<kind>-<sweep>.txt)," \
   "plots: $stem-allreduce-symmetric.png, $stem-allreduce-user.png, $stem-plain-busbw.png"

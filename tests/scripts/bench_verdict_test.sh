@@ -73,6 +73,8 @@ expect "$out" "^UNDER TARGET +user +all_to_all +direct +4194304 +x1\.250 < x1\.3
 expect_not "$out" "allgather|allreduce +auto +65536|barrier" "rows that meet their line are not listed"
 expect "$out" "^# user: 1 of 7 rows slower than Open MPI in the median \(of 3 sweeps a row\); 2 more under" \
   "the count"
+expect "$out" "^# user: 1 rows of allreduce forced to one algorithm below 1\.0 in the first table" \
+  "forced allreduce rows under 1.0 are counted apart, in the first table only"
 
 run 1 symmetric "$dir/1.txt" "$dir/2.txt" "$dir/3.txt"
 expect_not "$out" "UNDER TARGET" "the targets are for plain arrays only"
