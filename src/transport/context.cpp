@@ -59,7 +59,9 @@ Context::Context(std::shared_ptr<MpiSession> mpi, int*, char***) : mpi_(std::mov
 }
 
 void Context::bind(MPI_Comm world) {
-  // Blocking MPI is fine here: UCX does not exist yet, so no peer can need our progress.
+  wait_for_every_rank(world);
+  // Blocking MPI is fine from here: every rank has arrived, and UCX does not exist yet, so no
+  // peer can need our progress.
   MPI_Comm node = MPI_COMM_NULL;
   check_mpi(MPI_Comm_split_type(world, MPI_COMM_TYPE_SHARED, world_rank_, MPI_INFO_NULL, &node),
             "MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)");
@@ -84,6 +86,27 @@ void Context::bind(MPI_Comm world) {
     if (core_mates_[r]) mates += (mates.empty() ? "" : ", ") + std::to_string(r);
   }
   if (!mates.empty()) log::info("shares its core with rank(s) ", mates, ": waits for them yield");
+}
+
+void Context::wait_for_every_rank(MPI_Comm world) {
+  MPI_Request request;
+  check_mpi(MPI_Ibarrier(world, &request), "MPI_Ibarrier(start-up)");
+  const auto limit = std::max(startup_timeout_, timeout_);
+  const char* variable =
+      startup_timeout_ >= timeout_ ? "RANKFLOW_STARTUP_TIMEOUT_S" : "RANKFLOW_TIMEOUT_S";
+  int done = 0;
+  wait_until(
+      [&] {
+        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+        return done != 0;
+      },
+      [] {}, limit,
+      [&] {
+        return "rank " + std::to_string(world_rank_) +
+               ": start-up: waited for every rank of MPI_COMM_WORLD to start rankflow (its first "
+               "Worker or Communicator) and not all did within " +
+               format_seconds(limit) + " (" + variable + " sets the limit)";
+      });
 }
 
 void Context::create_ucx() {

@@ -114,6 +114,8 @@ class Context {
  private:
   Context(std::shared_ptr<MpiSession> mpi, int* argc, char*** argv);
   void bind(MPI_Comm world);
+  // Returns once every rank of `world` has started rankflow; Timeout after the start-up limit.
+  void wait_for_every_rank(MPI_Comm world);
   void create_ucx();
   void wire_endpoints(MPI_Comm world);
   void close_endpoints();

@@ -32,6 +32,11 @@
 //   registered-absent    both register their arrays, then one member never enters the
 //                        allreduce on them (in place on shared pages): the others get Timeout
 //                        naming rank, operation and peer.
+//   start-absent         one rank never starts rankflow (no Worker, no Communicator): the
+//                        other's Communicator::from_mpi gets Timeout at start-up, naming the
+//                        wait and the variable that limits it (RANKFLOW_STARTUP_TIMEOUT_S=2),
+//                        instead of hanging in a blocking MPI call. The job then ends with
+//                        MPI_Abort (rank 0's barrier on MPI_COMM_WORLD is left pending).
 //
 //   mpirun -n 2 build/tests/chaos_library staging-oom
 #include <mpi.h>
@@ -42,6 +47,7 @@
 #include <cstdlib>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "address_space.h"
@@ -249,12 +255,31 @@ bool registered_absent(rankflow::Communicator& comm) {
   return ok;
 }
 
+// Rank 1 stays away until rank 0's MPI_Abort ends it; rank 0's verdict is the job's.
+int start_absent() {
+  if (g_rank == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(40));
+    std::printf("chaos: FAILED: [rank 1] rank 0 did not end the job within 40 s\n");
+    return 1;
+  }
+  const bool ok =
+      expect<rankflow::Timeout>("Communicator::from_mpi without rank 1",
+                                [] { (void)rankflow::Communicator::from_mpi(MPI_COMM_WORLD); },
+                                {"rank 0", "start-up", "every rank of MPI_COMM_WORLD", "within 2 s",
+                                 "RANKFLOW_STARTUP_TIMEOUT_S sets the limit"});
+  if (ok) std::printf("chaos start-absent: passed\n");
+  std::fflush(stdout);
+  MPI_Abort(MPI_COMM_WORLD, ok ? 0 : 1);
+  return ok ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   MPI_Comm_rank(MPI_COMM_WORLD, &g_rank);
   const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "start-absent") return start_absent();
   bool ok = false;
   {
     auto comm = rankflow::Communicator::from_mpi(MPI_COMM_WORLD);

@@ -56,6 +56,14 @@ foreach(case staging-oom alloc-oom split-absent peer-absent hand-off-absent regi
     set_property(TEST chaos.${name}.${tls} PROPERTY FAIL_REGULAR_EXPRESSION "chaos: FAILED")
   endforeach()
 endforeach()
+# A rank that never starts rankflow: the other's first Communicator ends at start-up with a
+# Timeout naming the wait and its limit, not a hang in a blocking MPI call.
+rankflow_mpi_run(chaos.start_absent RANKS 2 TARGET chaos_library TIMEOUT 60 ARGS start-absent
+                 ENV RANKFLOW_TIMEOUT_S=1 RANKFLOW_STARTUP_TIMEOUT_S=2
+                 PASS "chaos start-absent: passed")
+foreach(tls shm tcp)
+  set_property(TEST chaos.start_absent.${tls} PROPERTY FAIL_REGULAR_EXPRESSION "chaos: FAILED")
+endforeach()
 # The plain twophase allreduce's reading protocol (collectives/allreduce_twophase_read.h), every
 # member reading: a member that never enters the call.
 rankflow_mpi_run(chaos.reading_peer_absent RANKS 2 TARGET chaos_library TIMEOUT 60
