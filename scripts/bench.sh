@@ -79,10 +79,10 @@ plot_plain "$stem-user.txt" "$stem-plain-busbw.png"
 
 summary() {  # summary <table> <label>
   echo
-  echo "## $2: rankflow out-of-place vs Open MPI (time ratio below 4 KiB, busbw ratio above)"
+  echo "## $2: rankflow out-of-place vs Open MPI (its time / ours below 4 KiB, our busbw / its" \
+    "above: above 1 rankflow is faster, as in the verdict below)"
   awk '!/^#/ {
-         key = $1 " " $2
-         ratio = ($3 < 4096) ? (($4 > 0) ? $4 / $8 : 0) : (($9 > 0) ? $5 / $9 : 0)
+         ratio = ($3 < 4096) ? (($4 > 0) ? $8 / $4 : 0) : (($9 > 0) ? $5 / $9 : 0)
          kind = ($3 < 4096) ? "time x" : "busbw x"
          printf "%-15s %-18s %10d  %-8s %6.2f%s\n", $1, $2, $3, kind, ratio, ($11 > 0 ? "  WRONG" : "")
        }' "$1" | awk '$3 == 4 || $3 == 1024 || $3 == 65536 || $3 == 1048576 || $3 == 4194304 || $3 == 16777216 || $3 == 67108864 || $1 == "barrier"'
