@@ -22,6 +22,7 @@ struct Options {
   size_t max_bytes = size_t{64} << 20;
   bool symmetric = true;
   bool registered = false;  // --buffers registered: plain memory, registered with the communicator
+  bool huge_pages = false;  // --huge-pages: plain arrays on transparent 2 MiB pages (user_arrays.h)
   const char* buffers() const {
     return symmetric ? "symmetric" : registered ? "registered" : "user";
   }
@@ -85,6 +86,7 @@ inline const char* kUsage =
     "                      [--algo auto|onephase,twophase,ring,bidirectional_ring,ibing|all]\n"
     "                      [--min-bytes 4] [--max-bytes 64M] [--buffers "
     "symmetric|user|registered]\n"
+    "                      [--huge-pages]\n"
     "                      [--stage-copy table|memcpy|stream|ab] [--nonblocking]\n"
     "                      [--batches 9] [--quick] [--fresh-from 64K|off] [--settle-from 16M|off]\n"
     "                      [--json PATH] [--table PATH] [--help]\n"
@@ -93,6 +95,9 @@ inline const char* kUsage =
     "  --min-bytes, --max-bytes  message sizes, powers of two between (K, M, G suffixes)\n"
     "  --buffers   symmetric: comm.alloc memory (default); user: plain std::vector memory;\n"
     "              registered: the same, registered (Communicator::register_buffer)\n"
+    "  --huge-pages  with --buffers user: the arrays on transparent 2 MiB pages (madvise), as\n"
+    "              an application may advise its own; the header says how many MiB the kernel\n"
+    "              gave\n"
     "  --stage-copy  how plain sources are staged: as each algorithm's table entry says (table,\n"
     "              the default), memcpy, non-temporal stores (stream), or ab: memcpy and stream\n"
     "              in alternate batches, one row each (in-place calls are not timed then)\n"
@@ -174,6 +179,8 @@ inline Options parse_options(int argc, char** argv) {
       }
       o.symmetric = v == "symmetric";
       o.registered = v == "registered";
+    } else if (arg == "--huge-pages") {
+      o.huge_pages = true;
     } else if (arg == "--stage-copy") {
       o.stage_copy = value();
       if (o.stage_copy != "table" && o.stage_copy != "memcpy" && o.stage_copy != "stream" &&
@@ -206,6 +213,12 @@ inline Options parse_options(int argc, char** argv) {
   settle_where_fresh(o, settle_given);
   if (o.min_bytes == 0 || o.min_bytes > o.max_bytes) {
     throw InvalidArgument("--min-bytes must be positive and at most --max-bytes");
+  }
+  if (o.huge_pages && (o.symmetric || o.registered)) {
+    throw InvalidArgument(std::string("--huge-pages applies to --buffers user, not ") +
+                          o.buffers() +
+                          " (comm.alloc memory is rankflow's, and registering moves the pages "
+                          "onto shared memory)");
   }
   if (o.nonblocking) {
     for (const std::string& name : o.algorithms) {

@@ -26,6 +26,7 @@
 
 #include "api/communicator_internal.h"
 #include "bench/coll/bench_options.h"
+#include "bench/coll/user_arrays.h"
 #include "collectives/machine_profile.h"
 #include "collectives/stage_copy.h"
 #include "rankflow/communicator.h"
@@ -113,10 +114,10 @@ class Driver {
       send_ = static_cast<std::byte*>(arena_.data());
       recv_ = send_ + per_buffer;
     } else {
-      user_.resize(2 * per_buffer);
+      user_.allocate(2 * per_buffer, o_.huge_pages);
       send_ = user_.data();
       recv_ = send_ + per_buffer;
-      if (o_.registered) registration_ = comm_.register_buffer(user_.data(), user_.size());
+      if (o_.registered) registration_ = comm_.register_buffer(user_.data(), 2 * per_buffer);
     }
     mpi_send_.resize(per_buffer);
     mpi_recv_.resize(per_buffer);
@@ -444,6 +445,12 @@ class Driver {
           o_.settle_from, settle_bytes() >> 20);
     }
     if (!o_.symmetric) std::printf("# Open MPI is timed on the same plain buffers as rankflow\n");
+    if (o_.huge_pages) {
+      std::printf(
+          "# plain arrays on 2 MiB pages (--huge-pages): madvise %s, %zu MiB of huge pages on "
+          "rank 0\n",
+          user_.advised() ? "accepted" : "refused (transparent huge pages off?)", user_.huge_mib());
+    }
     const std::string cpu = coll::describe(coll::this_cpu());
     std::printf("# machine profile of the algorithm tables: %.*s (this CPU: %s)\n",
                 static_cast<int>(comm_.machine_profile().size()), comm_.machine_profile().data(),
@@ -481,6 +488,7 @@ class Driver {
     std::ofstream out(o_.json);
     out << "{\"ranks\": " << comm_.size() << ", \"buffers\": \"" << o_.buffers()
         << "\", \"nonblocking\": " << (o_.nonblocking ? "true" : "false")
+        << ", \"huge_pages\": " << (o_.huge_pages ? "true" : "false")
         << ", \"fresh_from\": " << bytes_or_null(o_.fresh_from)
         << ", \"settle_from\": " << bytes_or_null(o_.settle_from) << ", \"rows\": [\n";
     for (size_t i = 0; i < rows_.size(); ++i) {
@@ -535,7 +543,8 @@ class Driver {
   Communicator& comm_;
   SymmetricBuffer arena_;
   static constexpr size_t kCopySkew = 33 * 64;  // cache-line aligned, not 4 KiB-aliased
-  std::vector<std::byte> user_, mpi_send_, mpi_recv_, copy_a_, copy_b_, settle_;
+  UserArrays user_;
+  std::vector<std::byte> mpi_send_, mpi_recv_, copy_a_, copy_b_, settle_;
   // --buffers registered: declared after user_, so that it is deregistered before user_ frees
   // the memory it registers.
   RegisteredBuffer registration_;
