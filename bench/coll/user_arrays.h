@@ -9,6 +9,7 @@
 
 #include <sys/mman.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -17,6 +18,10 @@
 #include <vector>
 
 #include "rankflow/error.h"
+
+#ifndef MADV_COLLAPSE  // Linux 6.1; absent from older headers
+#define MADV_COLLAPSE 25
+#endif
 
 namespace rankflow::bench {
 
@@ -44,14 +49,14 @@ class UserArrays {
     mapping_ = mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (mapping_ == MAP_FAILED) {
       mapping_ = nullptr;
-      throw InvalidArgument("--huge-pages: mmap of " + std::to_string(mapped_) + " bytes failed");
+      throw TransportError("--huge-pages: mmap of " + std::to_string(mapped_) +
+                           " bytes failed: " + std::strerror(errno));
     }
     const auto at = (reinterpret_cast<uintptr_t>(mapping_) + kHugePage - 1) & ~(kHugePage - 1);
     data_ = reinterpret_cast<std::byte*>(at);
     advised_ = madvise(data_, rounded, MADV_HUGEPAGE) == 0;
     std::memset(data_, 0, rounded);  // the first touch: huge pages where the kernel has them
-    constexpr int kCollapse = 25;    // MADV_COLLAPSE (Linux 6.1), absent from older headers
-    if (advised_) madvise(data_, rounded, kCollapse);
+    if (advised_) madvise(data_, rounded, MADV_COLLAPSE);  // any page still on 4 KiB ones
     const size_t after = anon_huge_kib();
     huge_mib_ = after > before ? (after - before) >> 10 : 0;
   }

@@ -31,8 +31,9 @@ std::optional<std::string> get(const char* name);
 // RANKFLOW_TIMEOUT_S: seconds (fractional allowed, 1 ns to 1e6 s) a blocking wait may take.
 // Default 120.
 std::chrono::nanoseconds timeout();
-// RANKFLOW_STARTUP_TIMEOUT_S: seconds the MPI waits of start-up may take (the transport's wiring
-// and Worker::init: ranks arrive there as fast as each one loads, maps and zeroes its memory).
+// RANKFLOW_STARTUP_TIMEOUT_S: seconds the MPI waits of start-up may take (every rank's arrival at
+// its first Worker or Communicator, the transport's wiring, and Worker::init: ranks arrive there
+// as fast as each one loads, maps and zeroes its memory).
 // Start-up waits allow the longer of this and RANKFLOW_TIMEOUT_S. Default 60.
 std::chrono::nanoseconds startup_timeout();
 // RANKFLOW_LOG: error|warn|info|debug. Default warn.

@@ -6,6 +6,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cassert>
 #include <mutex>
 
@@ -88,25 +89,53 @@ void Context::bind(MPI_Comm world) {
   if (!mates.empty()) log::info("shares its core with rank(s) ", mates, ": waits for them yield");
 }
 
+namespace {
+
+// Set once a start-up barrier on MPI_COMM_WORLD timed out. An MPI barrier cannot be cancelled,
+// so it stays pending, and a second start-up's barrier would wait behind it while an absent rank
+// that arrives late matches the first one and blocks in the start-up exchange.
+std::atomic<bool> g_startup_abandoned{false};
+
+}  // namespace
+
 void Context::wait_for_every_rank(MPI_Comm world) {
+  if (g_startup_abandoned.load()) {
+    throw InvalidState("rank " + std::to_string(world_rank_) +
+                       ": start-up: an earlier start-up of rankflow in this process timed out "
+                       "waiting for every rank of MPI_COMM_WORLD and left its barrier pending; "
+                       "rankflow cannot start again in this job (end it with MPI_Abort)");
+  }
   MPI_Request request;
   check_mpi(MPI_Ibarrier(world, &request), "MPI_Ibarrier(start-up)");
-  const auto limit = std::max(startup_timeout_, timeout_);
-  const char* variable =
-      startup_timeout_ >= timeout_ ? "RANKFLOW_STARTUP_TIMEOUT_S" : "RANKFLOW_TIMEOUT_S";
+  const WaitLimit wait = [this] {
+    const StartUp startup(*this);
+    return mpi_wait_limit();
+  }();
   int done = 0;
-  wait_until(
-      [&] {
-        check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-        return done != 0;
-      },
-      [] {}, limit,
-      [&] {
-        return "rank " + std::to_string(world_rank_) +
-               ": start-up: waited for every rank of MPI_COMM_WORLD to start rankflow (its first "
-               "Worker or Communicator) and not all did within " +
-               format_seconds(limit) + " (" + variable + " sets the limit)";
-      });
+  try {
+    // UCX does not exist yet, so there is nothing to progress but MPI, which MPI_Test drives.
+    wait_until(
+        [&] {
+          check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
+          return done != 0;
+        },
+        [] {}, wait.limit,
+        [&] {
+          return "rank " + std::to_string(world_rank_) +
+                 ": start-up: waited for every rank of MPI_COMM_WORLD to start rankflow (its "
+                 "first Worker or Communicator) and not all did within " +
+                 format_seconds(wait.limit) + " (" + wait.variable + " sets the limit)";
+        });
+  } catch (const Timeout& e) {
+    g_startup_abandoned.store(true);
+    if (mpi_->initialised_by_rankflow()) {  // MPI_Finalize, as this unwinds, would wait forever
+      log::error(e.what(),
+                 "; rankflow initialised MPI and its MPI_Finalize would wait for the absent "
+                 "rank, ending the job (MPI_Abort)");
+      MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    throw;
+  }
 }
 
 void Context::create_ucx() {

@@ -33,10 +33,11 @@
 //                        allreduce on them (in place on shared pages): the others get Timeout
 //                        naming rank, operation and peer.
 //   start-absent         one rank never starts rankflow (no Worker, no Communicator): the
-//                        other's Communicator::from_mpi gets Timeout at start-up, naming the
-//                        wait and the variable that limits it (RANKFLOW_STARTUP_TIMEOUT_S=2),
-//                        instead of hanging in a blocking MPI call. The job then ends with
-//                        MPI_Abort (rank 0's barrier on MPI_COMM_WORLD is left pending).
+//                        other's Communicator::from_mpi gets Timeout at start-up after the 2 s
+//                        limit, naming the wait and the variable that limits it
+//                        (RANKFLOW_STARTUP_TIMEOUT_S=2), instead of hanging in a blocking MPI
+//                        call; a second from_mpi is InvalidState (the first one's barrier on
+//                        MPI_COMM_WORLD is still pending). The job then ends with MPI_Abort.
 //
 //   mpirun -n 2 build/tests/chaos_library staging-oom
 #include <mpi.h>
@@ -262,12 +263,26 @@ int start_absent() {
     std::printf("chaos: FAILED: [rank 1] rank 0 did not end the job within 40 s\n");
     return 1;
   }
-  const bool ok =
+  const auto start = std::chrono::steady_clock::now();
+  bool ok =
       expect<rankflow::Timeout>("Communicator::from_mpi without rank 1",
                                 [] { (void)rankflow::Communicator::from_mpi(MPI_COMM_WORLD); },
                                 {"rank 0", "start-up", "every rank of MPI_COMM_WORLD", "within 2 s",
                                  "RANKFLOW_STARTUP_TIMEOUT_S sets the limit"});
-  if (ok) std::printf("chaos start-absent: passed\n");
+  const double waited =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (waited < 1.9 || waited > 20) {
+    std::printf("chaos: FAILED: [rank 0] the start-up wait took %.1f s, not its 2 s limit\n",
+                waited);
+    ok = false;
+  }
+  // Its barrier on MPI_COMM_WORLD is still pending: starting again is refused, not a hang.
+  ok = expect<rankflow::InvalidState>(
+           "Communicator::from_mpi again",
+           [] { (void)rankflow::Communicator::from_mpi(MPI_COMM_WORLD); },
+           {"rank 0", "earlier start-up", "cannot start again", "MPI_Abort"}) &&
+       ok;
+  if (ok) std::printf("chaos start-absent: passed (the wait took %.1f s)\n", waited);
   std::fflush(stdout);
   MPI_Abort(MPI_COMM_WORLD, ok ? 0 : 1);
   return ok ? 0 : 1;

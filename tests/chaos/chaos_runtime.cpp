@@ -28,8 +28,13 @@
 //                  throws Timeout naming the chip, its task and the run, the tasks of chips 0
 //                  and 2 have finished, and close() ends the job (the surviving chips end when
 //                  the host tells them it closes). Needs 4 ranks.
+//   start-absent   rank 1 initialises MPI but never starts rankflow; rank 0's Worker, which
+//                  initialises MPI itself, waits for it up to the start-up limit
+//                  (RANKFLOW_STARTUP_TIMEOUT_S=2), then logs the wait and ends the job: its
+//                  MPI_Finalize would wait for rank 1.
 //
 //   mpirun -n 2 build/tests/chaos_runtime slow-kernel
+#include <mpi.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -314,9 +319,24 @@ int arena_oom(int argc, char** argv) {
   return fail("init() succeeded with a 64 GiB arena under a 2 GiB cap");
 }
 
+// start-absent: MPI is not initialised yet, so the launcher's variable says which rank this is.
+// Rank 1 initialises MPI itself (Open MPI's MPI_Init waits for every rank) but never starts
+// rankflow; rank 0's Worker initialises MPI, so rankflow owns it there.
+int start_absent(int argc, char** argv) {
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (rank != nullptr && std::string(rank) == "1") {
+    MPI_Init(&argc, &argv);
+    sleep_ms(40000);  // rank 0's MPI_Abort ends it first
+    return fail("rank 1 was not ended by rank 0 within 40 s");
+  }
+  rankflow::Worker worker(argc, argv, {.num_sub_workers = 0});
+  return fail("the Worker started without rank 1");
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "arena-oom") return arena_oom(argc, argv);
+  if (mode == "start-absent") return start_absent(argc, argv);
   try {
     rankflow::Worker worker(argc, argv, {.num_sub_workers = 0});
     // Past the limit, but done within the next run's drain.

@@ -26,6 +26,9 @@ rankflow_mpi_run(chaos.late_init RANKS 2 TARGET chaos_runtime TIMEOUT 60 ARGS la
 rankflow_mpi_run(chaos.absent_init RANKS 2 TARGET chaos_runtime TIMEOUT 60 ARGS absent-init
                  ENV RANKFLOW_TIMEOUT_S=1 RANKFLOW_STARTUP_TIMEOUT_S=2
                  PASS "rank 0: init \\(registration check\\).* did not complete within 2 s.*\\(RANKFLOW_STARTUP_TIMEOUT_S sets the limit\\)")
+rankflow_mpi_run(chaos.start_absent_worker RANKS 2 TARGET chaos_runtime TIMEOUT 60
+                 ARGS start-absent ENV RANKFLOW_TIMEOUT_S=1 RANKFLOW_STARTUP_TIMEOUT_S=2
+                 PASS "rank 0: start-up: waited for every rank of MPI_COMM_WORLD.* within 2 s \\(RANKFLOW_STARTUP_TIMEOUT_S sets the limit\\); rankflow initialised MPI.*ending the job \\(MPI_Abort\\)")
 rankflow_mpi_run(chaos.arena_oom RANKS 2 TARGET chaos_runtime TIMEOUT 60 ARGS arena-oom
                  ENV RANKFLOW_TIMEOUT_S=5 UCX_ALLOC_PRIO=heap PASS "chaos arena-oom: passed")
 # A chip that dies mid-run where the launcher lets the job outlive it: the host's run throws
@@ -35,7 +38,7 @@ rankflow_mpi_run(chaos.chip_death_recovery RANKS 4 TARGET chaos_runtime TIMEOUT 
                  MPIRUN_ARGS --enable-recovery ENV RANKFLOW_TIMEOUT_S=3
                  PASS "chaos chip-death: passed")
 foreach(case slow_kernel stuck_kernel domain_stall sigkill host_exit slow_close late_init
-        absent_init arena_oom chip_death_recovery)
+        absent_init start_absent_worker arena_oom chip_death_recovery)
   foreach(tls shm tcp)
     set_property(TEST chaos.${case}.${tls} PROPERTY FAIL_REGULAR_EXPRESSION "chaos: FAILED")
   endforeach()

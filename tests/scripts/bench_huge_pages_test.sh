@@ -10,8 +10,11 @@ while [ "$#" -gt 0 ] && [ "$1" != "--" ]; do
   launcher+=("$1")
   shift
 done
-shift
-bench=$1
+if [ "$#" -ne 2 ] || [ "$1" != "--" ]; then
+  echo "usage: bench_huge_pages_test.sh MPIEXEC... -- BENCH" >&2
+  exit 2
+fi
+bench=$2
 thp=/sys/kernel/mm/transparent_hugepage/enabled
 if [ ! -r "$thp" ] || grep -q '\[never\]' "$thp"; then
   echo "transparent huge pages are off here ($thp): skipped"

@@ -18,7 +18,8 @@
 // HUGE=1: (added 2026-12-07) send and recv on 2 MiB pages (madvise MADV_HUGEPAGE).
 // SYNC=1: (added 2026-12-07) both ranks start each call together after a flag barrier, which is
 //         not timed, as rankflow-bench times its calls from 64 KiB.
-// g++ -O3 -std=c++20 -mavx2 allreduce-floor.cpp -o af; ./af BYTES staged|read|read2|readnt SEG
+// g++ -O3 -std=c++20 -mavx2 allreduce-floor.cpp -o af
+// ./af BYTES staged|read|read2|readnt|full|fullw SEG
 #include <immintrin.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   std::vector<float> sendv, recvv, scratch(seg / 4 + 16);
   float* sendp;
   float* recvp;
-  if (getenv("HUGE")) {  // on 2 MiB pages (transparent huge pages, madvise before first touch)
+  if (getenv("HUGE") && atoi(getenv("HUGE"))) {  // on 2 MiB pages (transparent huge pages, madvise before first touch)
     const size_t bytes = ((n + 16) * 4 + (2 << 20) - 1) / (2 << 20) * (2 << 20);
     sendp = (float*)aligned_alloc(2 << 20, bytes);
     recvp = (float*)aligned_alloc(2 << 20, bytes);
