@@ -95,7 +95,7 @@ case "$job" in
     # absent from a collective) run no host-side thread TSan is here for (ASan runs them).
     # The host-side threads TSan is here for do not depend on the UCX transport: it runs each
     # test once, on shared memory (ASan and the default suite run both transports).
-    exclude='^chaos\.((staging|alloc|arena)_oom|(split|peer|hand_off|reading_peer|streaming_peer|growth|register|registered)_absent(_limited)?)|\.tcp$'
+    exclude='^chaos\.((staging|alloc|arena)_oom|(split|peer|hand_off|reading_peer|streaming_peer|growth|register|registered|start)_absent(_limited)?\.)|\.tcp$'
     tests='^(unit|runtime\.np[23]|runtime\.args|runtime\.scenarios|runtime\.late_registration|runtime\.host_buffer|runtime\.sub_group|runtime\.async_run|runtime\.domain_buffer|domains\.scenarios|progress_thread\.np2|chaos\.)'
     ;;
 esac
