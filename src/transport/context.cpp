@@ -107,25 +107,11 @@ void Context::wait_for_every_rank(MPI_Comm world) {
   }
   MPI_Request request;
   check_mpi(MPI_Ibarrier(world, &request), "MPI_Ibarrier(start-up)");
-  const WaitLimit wait = [this] {
-    const StartUp startup(*this);
-    return mpi_wait_limit();
-  }();
-  int done = 0;
   try {
-    // UCX does not exist yet, so there is nothing to progress but MPI, which MPI_Test drives.
-    wait_until(
-        [&] {
-          check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
-          return done != 0;
-        },
-        [] {}, wait.limit,
-        [&] {
-          return "rank " + std::to_string(world_rank_) +
-                 ": start-up: waited for every rank of MPI_COMM_WORLD to start rankflow (its "
-                 "first Worker or Communicator) and not all did within " +
-                 format_seconds(wait.limit) + " (" + wait.variable + " sets the limit)";
-        });
+    const StartUp startup(*this);
+    mpi_wait(request,
+             "start-up: the barrier of every rank of MPI_COMM_WORLD starting rankflow (its "
+             "first Worker or Communicator)");
   } catch (const Timeout& e) {
     g_startup_abandoned.store(true);
     if (mpi_->initialised_by_rankflow()) {  // MPI_Finalize, as this unwinds, would wait forever
@@ -297,7 +283,10 @@ void Context::mpi_wait(MPI_Request& request, const std::string& what) {
         check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test");
         return done != 0;
       },
-      [&] { progress(); }, wait.limit,
+      [&] {
+        if (worker_ != nullptr) progress();  // none yet at start-up's first wait (bind)
+      },
+      wait.limit,
       [&] {
         return waiting(what) + " did not complete within " + format_seconds(wait.limit) +
                "; a peer has not reached the matching call (" + wait.variable + " sets the limit)";

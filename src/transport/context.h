@@ -103,7 +103,8 @@ class Context {
   // that idles in a long wait still serves peers that need its progress.
   void idle(std::chrono::microseconds duration);
 
-  // Completes an MPI request while progressing UCX; Timeout names `what` and this rank.
+  // Completes an MPI request while progressing UCX (once the worker exists); Timeout names `what`
+  // and this rank.
   void mpi_wait(MPI_Request& request, const std::string& what);
   // Completes a UCX request (null or error pointers allowed) while progressing; frees it.
   void ucx_wait(ucs_status_ptr_t request, const std::string& what);
