@@ -47,7 +47,8 @@ runtime_targets="rankflow_unit_tests runtime_test task_args_test runtime_scenari
   host_buffer_test sub_group_test async_run_test domain_buffer_test"
 case "$job" in
   asan) targets="$runtime_targets transport collectives algorithm_override collectives_stream
-          embedding_test chip_death_test registration open_mpi_choice chaos_library" ;;
+          embedding_test chip_death_test registration open_mpi_choice chaos_library
+          argument_check" ;;
   tsan) targets="$runtime_targets" ;;
 esac
 start=$(date +%s)
@@ -84,7 +85,7 @@ case "$job" in
     exclude='^chaos\.(staging|alloc|arena)_oom|^(collectives|transport)\.np3\.tcp$'
     # Kernel copies off on every member, or on one: the same code at 2 members as at 3.
     exclude="$exclude|^collectives\.np3\.(no|mixed)_cross_memory$"
-    tests='^(unit|transport\.np[23]|collectives\.np[23]|algorithm_override|collectives_stream|runtime\.|domains\.|embedding|registration|open_mpi_choice|chaos\.)'
+    tests='^(unit|transport\.np[23]|collectives\.np[23]|algorithm_override|collectives_stream|runtime\.|domains\.|embedding|registration|open_mpi_choice|argument_check|chaos\.)'
     # The unit tests run without MPI: leaks there are rankflow's own.
     ASAN_OPTIONS="${ASAN_OPTIONS/detect_leaks=0/detect_leaks=1}" \
       ctest --test-dir "$build" --output-on-failure -R '^unit$'

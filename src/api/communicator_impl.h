@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "api/algorithm_choice.h"
+#include "api/argument_check.h"
 #include "api/buffer_placement.h"
 #include "api/mpi_pairwise.h"
 #include "api/registrations.h"
@@ -113,6 +114,7 @@ class CommunicatorImpl {
     for (int world_rank : context_->world_ranks_of(comm_))
       shares_a_core_ = shares_a_core_ || context_->shares_core_with(world_rank);
     choice_.agree(comm_, *context_);
+    arguments_.agree(comm_, *context_);
     placement_ = std::make_unique<api::BufferPlacement>(context_, comm_);
     registrations_ = std::make_unique<api::Registrations>(context_, comm_);
   }
@@ -306,6 +308,15 @@ class CommunicatorImpl {
     placement_->staging().team().barrier();
   }
 
+  // With RANKFLOW_CHECK_ARGS=on (api/argument_check.h) every member's arguments to this call are
+  // compared before it runs (after any earlier request), the kind of send and recv included;
+  // off, one predictable branch.
+  void check_arguments(const api::CallArguments& args, const void* send, size_t send_bytes,
+                       const void* recv, size_t recv_bytes) {
+    if (arguments_.enabled()) [[unlikely]]
+      compare_arguments(args, send, send_bytes, recv, recv_bytes);
+  }
+
   void check_root(int root, const char* operation) const {
     if (root < 0 || root >= size_) {
       throw InvalidArgument(std::string(operation) + ": root " + std::to_string(root) +
@@ -383,6 +394,8 @@ class CommunicatorImpl {
   void live() const {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
   }
+  void compare_arguments(api::CallArguments args, const void* send, size_t send_bytes,
+                         const void* recv, size_t recv_bytes);  // collective_calls.cpp
   // The scope of the MPI waits of alloc, registration and arrival: its diagnostics name
   // `operation`, and they take the communicator's set_timeout where one was set. (A collective's
   // own call takes none: BufferPlacement::Call names it, and the growth makes the scope.)
@@ -390,7 +403,8 @@ class CommunicatorImpl {
     return transport::Context::CallScope(operation, placement_->timeout());
   }
 
-  api::AlgorithmChoice choice_;  // overrides, machine profile, tables, memo
+  api::AlgorithmChoice choice_;   // overrides, machine profile, tables, memo
+  api::ArgumentCheck arguments_;  // RANKFLOW_CHECK_ARGS
   std::shared_ptr<transport::Context> context_;
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;

@@ -99,6 +99,11 @@ bool cross_memory() {
   return value ? parse_on_off("RANKFLOW_CROSS_MEMORY", *value) : true;
 }
 
+bool check_args() {
+  const auto value = get("RANKFLOW_CHECK_ARGS");
+  return value ? parse_on_off("RANKFLOW_CHECK_ARGS", *value) : false;
+}
+
 CrossMemoryDirection cross_memory_direction() {
   const auto value = get("RANKFLOW_CROSS_MEMORY_DIRECTION");
   return value ? parse_cross_memory_direction("RANKFLOW_CROSS_MEMORY_DIRECTION", *value)

@@ -56,6 +56,9 @@ bool cross_memory();
 // reads faster and a probe of the members' round trip says the machine is in that state
 // (collectives/exchange_cross_memory.cpp, collectives/link_probe.h).
 CrossMemoryDirection cross_memory_direction();
+// RANKFLOW_CHECK_ARGS: on|off. Default off; on: the members of a communicator compare each
+// collective's arguments before it runs (api/argument_check.h), read when one is made.
+bool check_args();
 
 // Parsers, exposed for tests. Each throws InvalidArgument naming the variable and the value.
 std::chrono::nanoseconds parse_timeout(const char* var, const std::string& value);
