@@ -9,11 +9,11 @@
 // Exit status 0 means the error came on every rank and the corrected call was right.
 //
 //   mpirun -n 3 -x RANKFLOW_CHECK_ARGS=on ./argument_check
+// (the program sets the variable itself where the launch did not).
 #include <mpi.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <vector>
 
 #include "rankflow/communicator.h"
@@ -21,7 +21,7 @@
 
 namespace {
 
-// The bug: the last rank rounds its share of the work up to a multiple of 8.
+// The bug: the last rank rounds its share of the work up to a multiple of 16.
 size_t elements_on(int rank, int size) {
   const size_t count = 1000;
   return rank == size - 1 ? (count + 15) / 16 * 16 : count;
@@ -31,12 +31,8 @@ size_t elements_on(int rank, int size) {
 
 int main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
-  const char* check = std::getenv("RANKFLOW_CHECK_ARGS");
-  if (check == nullptr || std::string(check) != "on") {
-    std::fprintf(stderr, "run with RANKFLOW_CHECK_ARGS=on (mpirun -x RANKFLOW_CHECK_ARGS=on)\n");
-    MPI_Finalize();
-    return 2;
-  }
+  // As if launched with `mpirun -x RANKFLOW_CHECK_ARGS=on`: read when the communicator is made.
+  setenv("RANKFLOW_CHECK_ARGS", "on", 0);
   int failures = 0;
   {
     const rankflow::Communicator comm = rankflow::Communicator::from_mpi(MPI_COMM_WORLD);

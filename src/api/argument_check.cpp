@@ -3,7 +3,6 @@
 #include "api/argument_check.h"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -16,13 +15,14 @@
 namespace rankflow::api {
 namespace {
 
-// What one member passed, as the words every member gathers: the fields in the order they are
-// compared, then the algorithm's name (up to kNameWords * 8 bytes of it) and its length.
+using Words = ArgumentCheck::Words;
+
+// What one member passed, as the words every member gathers: one word a field, then the
+// algorithm's name (up to kNameWords * 8 bytes of it) and its length.
 constexpr size_t kNameWords = 3;
 enum Word : size_t { kCollective, kVariant, kCount, kDType, kOp, kRoot, kInPlace, kBuffers, kName };
 constexpr size_t kNameLength = kName + kNameWords;
-constexpr size_t kWords = kNameLength + 1;
-using Words = std::array<uint64_t, kWords>;
+static_assert(ArgumentCheck::kWords == kNameLength + 1);
 
 Words encode(const CallArguments& a) {
   Words w{};
@@ -45,57 +45,88 @@ const char* collective_name(uint64_t kind) {
              : "an unknown collective";
 }
 
-// One compared argument's value as a message names it ("count 4", "dtype f32").
-std::string describe(Word field, const uint64_t* w) {
-  const auto as_int = static_cast<int64_t>(w[field]);
-  switch (field) {
-    case kCollective: return collective_name(w[field]);
-    case kVariant: return w[field] ? "a blocking call" : "a non-blocking call";
-    case kCount: return "count " + std::to_string(w[field]);
-    case kDType:
-      if (as_int >= 0 && as_int <= static_cast<int64_t>(DType::kU64))
-        return "dtype " + std::string(to_string(static_cast<DType>(as_int)));
-      return "dtype " + std::to_string(as_int);
-    case kOp:
-      if (as_int >= 0 && as_int <= static_cast<int64_t>(ReduceOp::kMax))
-        return "op " + std::string(to_string(static_cast<ReduceOp>(as_int)));
-      return "op " + std::to_string(as_int);
-    case kRoot: return "root " + std::to_string(as_int);
-    case kInPlace: return w[field] ? "in place" : "out of place";
-    case kBuffers: {
-      static const char* const kinds[] = {
-          "plain buffers", "symmetric buffers (Communicator::alloc)", "registered buffers"};
-      return w[field] < std::size(kinds) ? kinds[w[field]] : "unknown buffers";
-    }
-    default: {
-      const size_t length = w[kNameLength];
-      std::string name(reinterpret_cast<const char*>(&w[kName]), std::min(length, kNameWords * 8));
-      return "algorithm '" + name + (length > kNameWords * 8 ? "...'" : "'");
-    }
-  }
+int64_t signed_word(const Words& w, Word field) {
+  return static_cast<int64_t>(w[field]);
 }
 
-bool same(Word field, const uint64_t* a, const uint64_t* b) {
-  if (field != kName) return a[field] == b[field];
-  return std::equal(a + kName, a + kWords, b + kName);
+std::string describe_collective(const Words& w) {
+  return collective_name(w[kCollective]);
+}
+std::string describe_variant(const Words& w) {
+  return w[kVariant] ? "a blocking call" : "a non-blocking call";
+}
+std::string describe_count(const Words& w) {
+  return "count " + std::to_string(w[kCount]);
+}
+std::string describe_dtype(const Words& w) {
+  const int64_t v = signed_word(w, kDType);
+  if (v >= 0 && v <= static_cast<int64_t>(DType::kU64))
+    return "dtype " + std::string(to_string(static_cast<DType>(v)));
+  return "dtype " + std::to_string(v);
+}
+std::string describe_op(const Words& w) {
+  const int64_t v = signed_word(w, kOp);
+  if (v >= 0 && v <= static_cast<int64_t>(ReduceOp::kMax))
+    return "op " + std::string(to_string(static_cast<ReduceOp>(v)));
+  return "op " + std::to_string(v);
+}
+std::string describe_root(const Words& w) {
+  return "root " + std::to_string(signed_word(w, kRoot));
+}
+std::string describe_algorithm(const Words& w) {
+  const size_t length = w[kNameLength];
+  const std::string name(reinterpret_cast<const char*>(&w[kName]),
+                         std::min(length, kNameWords * 8));
+  return "algorithm '" + name + (length > kNameWords * 8 ? "...'" : "'");
+}
+std::string describe_in_place(const Words& w) {
+  return w[kInPlace] ? "in place" : "out of place";
+}
+std::string describe_buffers(const Words& w) {
+  static const char* const kinds[] = {"plain buffers", "symmetric buffers (Communicator::alloc)",
+                                      "registered buffers"};
+  return w[kBuffers] < std::size(kinds) ? kinds[w[kBuffers]] : "unknown buffers";
+}
+
+// The compared arguments, in the order they are compared: the words each covers, what the
+// message calls it, and how it names one member's value.
+struct Field {
+  size_t first, last;  // words [first, last]
+  const char* name;
+  std::string (*describe)(const Words&);
+};
+constexpr Field kFields[] = {
+    {kCollective, kCollective, "the collective called", describe_collective},
+    {kVariant, kVariant, "blocking or non-blocking", describe_variant},
+    {kCount, kCount, "count", describe_count},
+    {kDType, kDType, "dtype", describe_dtype},
+    {kOp, kOp, "reduction", describe_op},
+    {kRoot, kRoot, "root", describe_root},
+    {kName, kNameLength, "the algorithm asked for", describe_algorithm},
+    {kInPlace, kInPlace, "whether they run in place", describe_in_place},
+    {kBuffers, kBuffers, "the kind of buffers", describe_buffers},
+};
+
+bool same(const Field& f, const Words& a, const Words& b) {
+  return std::equal(a.begin() + f.first, a.begin() + f.last + 1, b.begin() + f.first);
 }
 
 // "count 4 on members 0 and 2, count 8 on member 1": each distinct value with the members that
 // passed it (at most eight members named a value, then how many more).
-std::string who_passed_what(Word field, const std::vector<Words>& all) {
-  std::vector<std::pair<const uint64_t*, std::vector<int>>> values;
+std::string who_passed_what(const Field& f, const std::vector<Words>& all) {
+  std::vector<std::pair<const Words*, std::vector<int>>> values;
   for (int m = 0; m < static_cast<int>(all.size()); ++m) {
-    const uint64_t* w = all[static_cast<size_t>(m)].data();
+    const Words& w = all[static_cast<size_t>(m)];
     auto it = std::find_if(values.begin(), values.end(),
-                           [&](const auto& v) { return same(field, v.first, w); });
+                           [&](const auto& v) { return same(f, *v.first, w); });
     if (it == values.end())
-      values.push_back({w, {m}});
+      values.push_back({&w, {m}});
     else
       it->second.push_back(m);
   }
   std::string text;
   for (const auto& [w, members] : values) {
-    text += (text.empty() ? "" : ", ") + describe(field, w) +
+    text += (text.empty() ? "" : ", ") + f.describe(*w) +
             (members.size() == 1 ? " on member " : " on members ");
     const size_t named = std::min<size_t>(members.size(), 8);
     for (size_t i = 0; i < named; ++i)
@@ -105,18 +136,12 @@ std::string who_passed_what(Word field, const std::vector<Words>& all) {
   return text;
 }
 
-const char* field_name(Word field) {
-  switch (field) {
-    case kCollective: return "the collective called";
-    case kVariant: return "blocking or non-blocking";
-    case kCount: return "count";
-    case kDType: return "dtype";
-    case kOp: return "reduction";
-    case kRoot: return "root";
-    case kInPlace: return "whether they run in place";
-    case kBuffers: return "the kind of buffers";
-    default: return "the algorithm asked for";
-  }
+// The same text on every member: the collective's name where all called the same one.
+[[noreturn]] void throw_difference(const Field& f, const std::vector<Words>& all) {
+  const std::string call = &f == &kFields[0] ? "collectives" : describe_collective(all.front());
+  throw InvalidArgument(call + ": the members' calls differ in " + f.name +
+                        ", so none of them ran it (RANKFLOW_CHECK_ARGS=on compared them): " +
+                        who_passed_what(f, all));
 }
 
 }  // namespace
@@ -133,6 +158,15 @@ const char* name_of(CollectiveKind collective) {
   return "an unknown collective";
 }
 
+size_t bytes_or_zero(uint64_t count, int dtype, size_t blocks) {
+  if (dtype < 0 || dtype > static_cast<int>(DType::kU64)) return 0;
+  size_t bytes = 0;
+  if (__builtin_mul_overflow(count, dtype_size(static_cast<DType>(dtype)), &bytes) ||
+      __builtin_mul_overflow(bytes, blocks, &bytes))
+    return 0;
+  return bytes;
+}
+
 ArgumentCheck::ArgumentCheck() : enabled_(env::check_args()) {}
 
 void ArgumentCheck::agree(MPI_Comm comm, transport::Context& context) {
@@ -145,33 +179,43 @@ void ArgumentCheck::agree(MPI_Comm comm, transport::Context& context) {
   if (any != 0 && !enabled_)
     log::info("RANKFLOW_CHECK_ARGS is on for another member: this member compares arguments too");
   enabled_ = any != 0;
+  if (!enabled_) return;
+  transport::check_mpi(MPI_Comm_idup(comm, &comm_, &request), "MPI_Comm_idup");
+  context.mpi_wait(request, "Communicator::from_mpi (the argument check's communicator)");
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm_, &rank);
+  MPI_Comm_size(comm_, &size);
+  all_.resize(static_cast<size_t>(size));
+  waiting_ = "argument check (member " + std::to_string(rank) + " of " + std::to_string(size) +
+             " waited for every member's arguments; RANKFLOW_CHECK_ARGS)";
 }
 
-void ArgumentCheck::compare(MPI_Comm comm, transport::Context& context,
-                            const CallArguments& mine) const {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  const Words local = encode(mine);
-  std::vector<Words> all(static_cast<size_t>(size));
-  MPI_Request request;
-  transport::check_mpi(MPI_Iallgather(local.data(), kWords, MPI_UINT64_T, all.data(), kWords,
-                                      MPI_UINT64_T, comm, &request),
-                       "MPI_Iallgather(argument check)");
-  context.mpi_wait(request, "argument check (member " + std::to_string(rank) + " of " +
-                                std::to_string(size) +
-                                " waited for every member's arguments; RANKFLOW_CHECK_ARGS)");
-  for (Word field :
-       {kCollective, kVariant, kCount, kDType, kOp, kRoot, kName, kInPlace, kBuffers}) {
-    const bool differs = std::any_of(all.begin(), all.end(), [&](const Words& w) {
-      return !same(field, w.data(), all.front().data());
-    });
-    if (!differs) continue;
-    throw InvalidArgument(std::string(collective_name(local[kCollective])) +
-                          ": the members' calls differ in " + field_name(field) +
-                          ", so none of them ran it (RANKFLOW_CHECK_ARGS=on compared them): " +
-                          who_passed_what(field, all));
+void ArgumentCheck::compare(transport::Context& context, const CallArguments& mine) {
+  if (abandoned_) {
+    throw InvalidState(std::string(name_of(mine.collective)) +
+                       ": an earlier argument check on this communicator timed out (a member did "
+                       "not arrive), so its members are out of step: close it and make a new one");
   }
+  mine_ = encode(mine);
+  MPI_Request request;
+  transport::check_mpi(MPI_Iallgather(mine_.data(), kWords, MPI_UINT64_T, all_.data(), kWords,
+                                      MPI_UINT64_T, comm_, &request),
+                       "MPI_Iallgather(argument check)");
+  try {
+    context.mpi_wait(request, waiting_);
+  } catch (...) {
+    abandoned_ = true;  // the request may still write all_ and read mine_: both stay
+    throw;
+  }
+  for (const Field& f : kFields) {
+    const bool differs =
+        std::any_of(all_.begin(), all_.end(), [&](const Words& w) { return !same(f, w, all_[0]); });
+    if (differs) throw_difference(f, all_);
+  }
+}
+
+void ArgumentCheck::close() {
+  if (comm_ != MPI_COMM_NULL && !abandoned_) MPI_Comm_free(&comm_);
 }
 
 }  // namespace rankflow::api

@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -36,6 +37,10 @@ struct SymmetricAllocation {
 };
 
 namespace api {
+
+// What a collective's send and recv are: the caller's own memory, symmetric memory
+// (Communicator::alloc, a domain's window), or attached registrations (register_buffer).
+enum class BufferKind : uint8_t { kPlain, kSymmetric, kRegistered };
 
 // Where one collective runs: the context, the offsets of send and recv in its window, and what
 // to copy out once it completes.
@@ -77,11 +82,17 @@ class BufferPlacement {
   // (place_pair then runs in place). (A scan of the allocations, taking no reference: most
   // programs have none or a few.)
   bool symmetric(const void* send, size_t send_bytes, const void* recv, size_t recv_bytes) const {
+    return kind_of(send, send_bytes, recv, recv_bytes) != BufferKind::kPlain;
+  }
+  // Which of the three kinds send and recv are, in symmetric()'s order.
+  BufferKind kind_of(const void* send, size_t send_bytes, const void* recv,
+                     size_t recv_bytes) const {
     for (const Registered& r : allocations_) {
       if (r.holds(send, send_bytes) && r.holds(recv, recv_bytes) && !r.allocation.expired())
-        return true;
+        return BufferKind::kSymmetric;
     }
-    return registered_.holds(send, send_bytes, recv, recv_bytes);
+    return registered_.holds(send, send_bytes, recv, recv_bytes) ? BufferKind::kRegistered
+                                                                 : BufferKind::kPlain;
   }
   // Registered buffers run in place where they can be attached (Communicator::register_buffer).
   RegisteredMemory& registered() { return registered_; }

@@ -18,18 +18,19 @@ namespace rankflow {
 using Kind = api::CollectiveKind;
 
 void CommunicatorImpl::compare_arguments(api::CallArguments args, const void* send,
-                                         size_t send_bytes, const void* recv, size_t recv_bytes) {
-  transport::ProgressThread::Guard guard(progress_thread());
-  live();
-  finish_outstanding();
-  if (send_bytes > 0 || recv_bytes > 0) {
-    if (placement_->registered().holds(send, send_bytes, recv, recv_bytes))
-      args.buffers = api::BufferKind::kRegistered;
-    else if (placement_->symmetric(send, send_bytes, recv, recv_bytes))
-      args.buffers = api::BufferKind::kSymmetric;
+                                         size_t send_blocks, const void* recv, size_t recv_blocks) {
+  {
+    transport::ProgressThread::Guard guard(progress_thread());
+    live();
+    finish_outstanding();
+    args.buffers =
+        placement_->kind_of(send, api::bytes_or_zero(args.count, args.dtype, send_blocks), recv,
+                            api::bytes_or_zero(args.count, args.dtype, recv_blocks));
   }
+  // The wait needs nothing of this communicator's: without the lock, the progress thread goes
+  // on advancing the program's requests on other communicators meanwhile.
   const transport::Context::CallScope scope = call_scope(api::name_of(args.collective));
-  arguments_.compare(comm_, *context_, args);
+  arguments_.compare(*context_, args);
 }
 
 namespace {
@@ -72,13 +73,18 @@ void prepare_algorithm(CommunicatorImpl& impl, RequestState& state,
 
 Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                      size_t count, DType dtype, ReduceOp op, std::string_view algorithm) {
+  if (impl.checks_arguments()) [[unlikely]] {
+    impl.compare_arguments({.collective = Kind::kAllreduce,
+                            .blocking = blocking,
+                            .count = count,
+                            .dtype = static_cast<int>(dtype),
+                            .op = static_cast<int>(op),
+                            .in_place = send == recv,
+                            .algorithm = algorithm},
+                           send, 1, recv, 1);
+  }
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t bytes = api::checked_bytes(count, dtype, 1, "allreduce");
-  api::CallArguments args = api::CallArguments::of(Kind::kAllreduce, blocking, count, dtype);
-  args.op = static_cast<int>(op);
-  args.algorithm = algorithm;
-  args.in_place = send == recv;
-  impl.check_arguments(args, send, bytes, recv, bytes);
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_allreduce(count, dtype);
   const coll::AllreduceAlgorithm& chosen =
       impl.select_allreduce(algorithm, bytes, impl.buffers_of(send, bytes, recv, bytes), open_mpi);
@@ -100,12 +106,20 @@ Request allreduce_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
 
 Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                      size_t count, DType dtype) {
+  if (impl.checks_arguments()) [[unlikely]] {
+    const size_t block = api::bytes_or_zero(count, static_cast<int>(dtype), 1);
+    const size_t members = static_cast<size_t>(impl.size());
+    impl.compare_arguments(
+        {.collective = Kind::kAllgather,
+         .blocking = blocking,
+         .count = count,
+         .dtype = static_cast<int>(dtype),
+         .in_place = send == static_cast<const std::byte*>(recv) + impl.rank() * block},
+        send, 1, recv, members);
+  }
   const size_t block = api::checked_bytes(count, dtype, 1, "allgather");
   const size_t total =
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "allgather");
-  api::CallArguments args = api::CallArguments::of(Kind::kAllgather, blocking, count, dtype);
-  args.in_place = send == static_cast<const std::byte*>(recv) + impl.rank() * block;
-  impl.check_arguments(args, send, block, recv, total);
   const size_t es = dtype_size(dtype);
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
   const auto& chosen = impl.select(coll::allgather_table(), block,
@@ -132,14 +146,19 @@ Request allgather_on(CommunicatorImpl& impl, bool blocking, const void* send, vo
 
 Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                           size_t count, DType dtype, ReduceOp op) {
+  if (impl.checks_arguments()) [[unlikely]] {
+    impl.compare_arguments({.collective = Kind::kReduceScatter,
+                            .blocking = blocking,
+                            .count = count,
+                            .dtype = static_cast<int>(dtype),
+                            .op = static_cast<int>(op),
+                            .in_place = send == recv},
+                           send, static_cast<size_t>(impl.size()), recv, 1);
+  }
   const coll::Reducer& reducer = coll::reducer(dtype, op);
   const size_t block = api::checked_bytes(count, dtype, 1, "reduce_scatter");
   const size_t total =
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "reduce_scatter");
-  api::CallArguments args = api::CallArguments::of(Kind::kReduceScatter, blocking, count, dtype);
-  args.op = static_cast<int>(op);
-  args.in_place = send == recv;
-  impl.check_arguments(args, send, total, recv, block);
   const bool open_mpi =
       impl.open_mpi_allowed(blocking) && api::mpi_takes_reduce_scatter(count, dtype);
   const auto& chosen = impl.select(coll::reduce_scatter_table(), block,
@@ -161,11 +180,16 @@ Request reduce_scatter_on(CommunicatorImpl& impl, bool blocking, const void* sen
 
 Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t count, DType dtype,
                      int root) {
-  const size_t bytes = api::checked_bytes(count, dtype, 1, "broadcast");
-  api::CallArguments args = api::CallArguments::of(Kind::kBroadcast, blocking, count, dtype);
-  args.root = root;
-  impl.check_arguments(args, buffer, bytes, buffer, bytes);
+  if (impl.checks_arguments()) [[unlikely]] {
+    impl.compare_arguments({.collective = Kind::kBroadcast,
+                            .blocking = blocking,
+                            .count = count,
+                            .dtype = static_cast<int>(dtype),
+                            .root = root},
+                           buffer, 1, buffer, 1);
+  }
   impl.check_root(root, "broadcast");
+  const size_t bytes = api::checked_bytes(count, dtype, 1, "broadcast");
   const bool is_root = impl.rank() == root;
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(bytes);
   const auto& chosen = impl.select(coll::broadcast_table(), bytes,
@@ -207,12 +231,18 @@ Request broadcast_on(CommunicatorImpl& impl, bool blocking, void* buffer, size_t
 
 Request all_to_all_on(CommunicatorImpl& impl, bool blocking, const void* send, void* recv,
                       size_t count, DType dtype) {
+  if (impl.checks_arguments()) [[unlikely]] {
+    const size_t members = static_cast<size_t>(impl.size());
+    impl.compare_arguments({.collective = Kind::kAllToAll,
+                            .blocking = blocking,
+                            .count = count,
+                            .dtype = static_cast<int>(dtype),
+                            .in_place = send == recv},
+                           send, members, recv, members);
+  }
   const size_t block = api::checked_bytes(count, dtype, 1, "all_to_all");
   const size_t total =
       api::checked_bytes(count, dtype, static_cast<size_t>(impl.size()), "all_to_all");
-  api::CallArguments args = api::CallArguments::of(Kind::kAllToAll, blocking, count, dtype);
-  args.in_place = send == recv;
-  impl.check_arguments(args, send, total, recv, total);
   const bool open_mpi = impl.open_mpi_allowed(blocking) && api::mpi_takes_exchange(block);
   const auto& chosen = impl.select(coll::all_to_all_table(), block,
                                    impl.buffers_of(send, total, recv, total), open_mpi);
@@ -256,9 +286,9 @@ Request Communicator::iall_to_all(const void* send, void* recv, size_t count, DT
   return all_to_all_on(*impl_, false, send, recv, count, dtype);
 }
 Request Communicator::ibarrier() const {
-  api::CallArguments args;
-  args.blocking = false;
-  impl_->check_arguments(args, nullptr, 0, nullptr, 0);
+  if (impl_->checks_arguments()) [[unlikely]]
+    impl_->compare_arguments({.collective = Kind::kBarrier, .blocking = false}, nullptr, 0, nullptr,
+                             0);
   return impl_->launch(false, [&](RequestState& state) {
     impl_->prepare_local(state, "barrier", false,
                          [](coll::CollContext& c) { return coll::barrier_mesh(c); });

@@ -112,7 +112,8 @@ RegisteredBuffer::operator bool() const {
   return registration_ != nullptr && registration_->live;
 }
 void Communicator::barrier() const {
-  impl_->check_arguments(api::CallArguments{}, nullptr, 0, nullptr, 0);
+  if (impl_->checks_arguments()) [[unlikely]]
+    impl_->compare_arguments({.collective = api::CollectiveKind::kBarrier}, nullptr, 0, nullptr, 0);
   impl_->barrier();
 }
 void Communicator::set_timeout(std::chrono::nanoseconds timeout) {

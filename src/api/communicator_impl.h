@@ -1,6 +1,7 @@
 // CommunicatorImpl: one library-mode communicator's state (its MPI duplicate, buffer placement,
-// registrations, the request in flight and how it chooses algorithms: api/algorithm_choice.h,
-// the overrides, the machine profile and the memo of choices) and the launch of a collective
+// registrations, the request in flight, how it chooses algorithms: api/algorithm_choice.h,
+// the overrides, the machine profile and the memo of choices, and RANKFLOW_CHECK_ARGS's
+// comparison of every call's arguments: api/argument_check.h) and the launch of a collective
 // through a RequestState; RequestState: one collective in flight. Internal to src/api: the
 // public methods are in communicator.cpp, the collectives' dispatch through their tables in
 // collective_calls.cpp. Runs on the calling thread (and, with RANKFLOW_PROGRESS=thread,
@@ -136,6 +137,7 @@ class CommunicatorImpl {
     // destroyed): destroyed here, while the windows are still there.
     blocking_.task = coll::CollTask();
     placement_->close();
+    arguments_.close();
     MPI_Comm_free(&comm_);
   }
 
@@ -308,14 +310,14 @@ class CommunicatorImpl {
     placement_->staging().team().barrier();
   }
 
-  // With RANKFLOW_CHECK_ARGS=on (api/argument_check.h) every member's arguments to this call are
-  // compared before it runs (after any earlier request), the kind of send and recv included;
-  // off, one predictable branch.
-  void check_arguments(const api::CallArguments& args, const void* send, size_t send_bytes,
-                       const void* recv, size_t recv_bytes) {
-    if (arguments_.enabled()) [[unlikely]]
-      compare_arguments(args, send, send_bytes, recv, recv_bytes);
-  }
+  // RANKFLOW_CHECK_ARGS=on (api/argument_check.h): each call, before it checks anything itself,
+  // asks checks_arguments() (one predictable branch) and, where true, compare_arguments(args,
+  // send, send_blocks, recv, recv_blocks), send and recv holding that many blocks of `count`
+  // elements: after any earlier request, every member's arguments and kind of buffers are
+  // compared, the progress thread's lock released for the wait (collective_calls.cpp).
+  bool checks_arguments() const { return arguments_.enabled(); }
+  void compare_arguments(api::CallArguments args, const void* send, size_t send_blocks,
+                         const void* recv, size_t recv_blocks);
 
   void check_root(int root, const char* operation) const {
     if (root < 0 || root >= size_) {
@@ -394,8 +396,6 @@ class CommunicatorImpl {
   void live() const {
     if (comm_ == MPI_COMM_NULL) throw InvalidState("communicator used after close()");
   }
-  void compare_arguments(api::CallArguments args, const void* send, size_t send_bytes,
-                         const void* recv, size_t recv_bytes);  // collective_calls.cpp
   // The scope of the MPI waits of alloc, registration and arrival: its diagnostics name
   // `operation`, and they take the communicator's set_timeout where one was set. (A collective's
   // own call takes none: BufferPlacement::Call names it, and the growth makes the scope.)

@@ -1,15 +1,19 @@
 // RANKFLOW_CHECK_ARGS=on (api/argument_check.h): members whose arguments to a collective differ
 // all get the same InvalidArgument naming what differs, none runs the call, and the communicator
-// stays usable. Run under mpirun on 2 and 3 ranks with the variable set on every rank, except the
-// last test, which sets it on member 0 only.
+// stays usable. Run under mpirun on 2 and 3 ranks with the variable set on every rank; the
+// agreement tests set it on member 0 only, or to a bad value.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <numeric>
 #include <string>
 #include <vector>
 
 #include "../common/expect_error.h"
+#include "api/communicator_internal.h"
 #include "rankflow/communicator.h"
 #include "rankflow/error.h"
 
@@ -18,6 +22,40 @@ namespace {
 
 constexpr DType f32 = DType::kF32;
 constexpr ReduceOp sum = ReduceOp::kSum;
+
+// RANKFLOW_CHECK_ARGS as `value` (unset where null) for the guard's lifetime, then as before.
+class CheckArgsVariable {
+ public:
+  explicit CheckArgsVariable(const char* value) {
+    const char* before = std::getenv(kName);
+    had_ = before != nullptr;
+    if (had_) saved_ = before;
+    if (value != nullptr)
+      setenv(kName, value, 1);
+    else
+      unsetenv(kName);
+  }
+  ~CheckArgsVariable() {
+    if (had_)
+      setenv(kName, saved_.c_str(), 1);
+    else
+      unsetenv(kName);
+  }
+
+ private:
+  static constexpr const char* kName = "RANKFLOW_CHECK_ARGS";
+  std::string saved_;
+  bool had_ = false;
+};
+
+// Whether every rank of MPI_COMM_WORLD holds the same `text`.
+bool same_on_every_rank(const std::string& text) {
+  const unsigned long long h = std::hash<std::string>{}(text);
+  unsigned long long lowest = 0, highest = 0;
+  MPI_Allreduce(&h, &lowest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MIN, MPI_COMM_WORLD);
+  MPI_Allreduce(&h, &highest, 1, MPI_UNSIGNED_LONG_LONG, MPI_MAX, MPI_COMM_WORLD);
+  return lowest == highest;
+}
 
 // One allreduce every member agrees on, with the right sum: the communicator is in step.
 void expect_in_step(const Communicator& c) {
@@ -28,17 +66,21 @@ void expect_in_step(const Communicator& c) {
     ASSERT_EQ(v, expected);
 }
 
-// `call` on every member must throw InvalidArgument holding each of `parts`.
+// `call` on every member (of MPI_COMM_WORLD) must throw the same InvalidArgument, holding each
+// of `parts`.
 template <typename Call>
 void expect_mismatch(const Communicator& c, const std::vector<std::string>& parts, Call&& call) {
+  std::string message;
   try {
     call();
     ADD_FAILURE() << "member " << c.rank() << ": no error";
   } catch (const InvalidArgument& e) {
+    message = e.what();
     for (const std::string& part : parts)
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos)
-          << "member " << c.rank() << ": '" << part << "' not in: " << e.what();
+      EXPECT_NE(message.find(part), std::string::npos)
+          << "member " << c.rank() << ": '" << part << "' not in: " << message;
   }
+  EXPECT_TRUE(same_on_every_rank(message)) << "member " << c.rank() << ": " << message;
   expect_in_step(c);
 }
 
@@ -110,14 +152,15 @@ TEST_F(ArgumentCheckTest, DTypesOpsAndAlgorithmsThatDifferAreNamed) {
 }
 
 TEST_F(ArgumentCheckTest, DifferentCollectivesAreNamed) {
-  expect_mismatch(
-      comm, {"differ in the collective called", "allreduce on member", "all_to_all on member 1"},
-      [&] {
-        if (rank == 1)
-          comm.all_to_all(in.data(), out.data(), 4, f32);
-        else
-          comm.allreduce(in.data(), out.data(), 4, f32, sum);
-      });
+  expect_mismatch(comm,
+                  {"collectives: the members' calls differ in the collective called",
+                   "allreduce on member", "all_to_all on member 1"},
+                  [&] {
+                    if (rank == 1)
+                      comm.all_to_all(in.data(), out.data(), 4, f32);
+                    else
+                      comm.allreduce(in.data(), out.data(), 4, f32, sum);
+                  });
   expect_mismatch(comm, {"differ in the collective called", "barrier on member 1"}, [&] {
     if (rank == 1)
       comm.barrier();
@@ -154,6 +197,37 @@ TEST_F(ArgumentCheckTest, BlockingAndNonBlockingMixedAreNamed) {
                     else
                       comm.allgather(in.data(), out.data(), 4, f32);
                   });
+  expect_mismatch(comm, {"barrier: the members' calls differ in blocking or non-blocking"}, [&] {
+    if (rank == 1)
+      comm.ibarrier().wait();
+    else
+      comm.barrier();
+  });
+}
+
+// A value the call would refuse on its own, on one member only, is compared first: every member
+// gets the difference, where without the check that member alone would throw and the others
+// would wait for it.
+TEST_F(ArgumentCheckTest, ABadValueOnOneMemberIsADifferenceOnEvery) {
+  expect_mismatch(comm, {"differ in dtype", "dtype i8 on member 1"}, [&] {
+    comm.allreduce(in.data(), out.data(), 16, rank == 1 ? DType::kI8 : f32, sum);
+  });
+  expect_mismatch(comm, {"differ in reduction", "op 42 on member 1"}, [&] {
+    comm.allreduce(in.data(), out.data(), 16, f32, rank == 1 ? static_cast<ReduceOp>(42) : sum);
+  });
+  expect_mismatch(comm, {"differ in count", "on member 1"}, [&] {
+    comm.all_to_all(in.data(), out.data(), rank == 1 ? SIZE_MAX / 2 : 4, f32);
+  });
+}
+
+TEST_F(ArgumentCheckTest, ARequestInFlightCompletesFirst) {
+  std::vector<float> mine(32, static_cast<float>(rank + 1)), summed(32);
+  Request request = comm.iallreduce(mine.data(), summed.data(), 32, f32, sum);
+  expect_mismatch(comm, {"differ in count"},
+                  [&] { comm.allreduce(in.data(), out.data(), rank == 1 ? 8 : 4, f32, sum); });
+  request.wait();
+  for (float v : summed)
+    ASSERT_EQ(v, static_cast<float>(size * (size + 1) / 2));
 }
 
 TEST_F(ArgumentCheckTest, KindsOfBuffersThatDifferAreNamed) {
@@ -167,44 +241,56 @@ TEST_F(ArgumentCheckTest, KindsOfBuffersThatDifferAreNamed) {
         float* buffer = rank == 0 ? on_window : in.data();
         comm.allreduce(buffer, buffer, 64, f32, sum);
       });
+  // No elements at all: the kind still chooses the algorithm, so it is still compared.
+  expect_mismatch(comm, {"differ in the kind of buffers"}, [&] {
+    float* buffer = rank == 0 ? on_window : in.data();
+    comm.allreduce(buffer, buffer, 0, f32, sum);
+  });
   std::vector<float> mine(1024, 1.0f);
   RegisteredBuffer registered = comm.register_buffer(mine.data(), mine.size() * sizeof(float));
-  // Where registration maps nothing (UCX_TLS=tcp,self), registered buffers are staged as plain
-  // ones, so they count as plain.
+  // Where the members do not map each other's memory (UCX_TLS=tcp,self), registration attaches
+  // nothing: registered buffers are staged as plain ones, and count as plain.
   float* buffer = rank == 0 ? mine.data() : in.data();
-  try {
+  if (api::maps_peers(comm)) {
+    expect_mismatch(comm, {"registered buffers on member 0"},
+                    [&] { comm.allreduce(buffer, buffer, 64, f32, sum); });
+  } else {
     comm.allreduce(buffer, buffer, 64, f32, sum);
-    const char* tls = std::getenv("UCX_TLS");
-    EXPECT_TRUE(tls != nullptr && std::string(tls).find("tcp") != std::string::npos)
-        << "registered on member 0 and plain on the others ran on shared memory";
-  } catch (const InvalidArgument& e) {
-    EXPECT_NE(std::string(e.what()).find("registered buffers on member 0"), std::string::npos)
-        << e.what();
+    expect_in_step(comm);
   }
-  expect_in_step(comm);
+}
+
+// A member that never makes the call: the others' comparison ends in a Timeout naming it, and
+// every later call on that communicator is InvalidState (the members are out of step).
+TEST_F(ArgumentCheckTest, AnAbsentMemberIsATimeoutThenTheCommunicatorRefuses) {
+  comm.set_timeout(std::chrono::milliseconds(300));
+  if (rank == 0) {
+    expect_error(ErrorCode::kTimeout, "argument check (member 0 of",
+                 [&] { comm.allreduce(in.data(), out.data(), 16, f32, sum); });
+    expect_error(ErrorCode::kInvalidState,
+                 "an earlier argument check on this communicator timed out",
+                 [&] { comm.broadcast(in.data(), 16, f32, 0); });
+  }
+  MPI_Barrier(MPI_COMM_WORLD);
 }
 
 // Set on member 0 only: the members agree at creation to compare on every one.
 TEST(ArgumentCheckAgreement, OneMemberWithTheVariableTurnsItOnForAll) {
-  const char* saved = std::getenv("RANKFLOW_CHECK_ARGS");
-  const std::string value = saved != nullptr ? saved : "";
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  if (rank != 0) unsetenv("RANKFLOW_CHECK_ARGS");
-  Communicator comm = Communicator::from_mpi(MPI_COMM_WORLD);
-  if (saved != nullptr) setenv("RANKFLOW_CHECK_ARGS", value.c_str(), 1);
+  Communicator comm = [&] {
+    CheckArgsVariable variable(rank == 0 ? "on" : nullptr);
+    return Communicator::from_mpi(MPI_COMM_WORLD);
+  }();
   std::vector<float> in(64, 1.0f), out(64);
   expect_mismatch(comm, {"differ in count"},
                   [&] { comm.allreduce(in.data(), out.data(), rank == 1 ? 8 : 4, f32, sum); });
 }
 
 TEST(ArgumentCheckAgreement, ABadValueIsAnError) {
-  const char* saved = std::getenv("RANKFLOW_CHECK_ARGS");
-  const std::string value = saved != nullptr ? saved : "";
-  setenv("RANKFLOW_CHECK_ARGS", "yes please", 1);
+  CheckArgsVariable variable("yes please");
   expect_error(ErrorCode::kInvalidArgument, "RANKFLOW_CHECK_ARGS",
                [] { Communicator::from_mpi(MPI_COMM_WORLD); });
-  if (saved != nullptr) setenv("RANKFLOW_CHECK_ARGS", value.c_str(), 1);
 }
 
 }  // namespace
