@@ -185,37 +185,43 @@ void ArgumentCheck::agree(MPI_Comm comm, transport::Context& context) {
   int rank = 0, size = 0;
   MPI_Comm_rank(comm_, &rank);
   MPI_Comm_size(comm_, &size);
-  all_.resize(static_cast<size_t>(size));
+  exchange_ = std::make_unique<Exchange>();
+  exchange_->all.resize(static_cast<size_t>(size));
   waiting_ = "argument check (member " + std::to_string(rank) + " of " + std::to_string(size) +
              " waited for every member's arguments; RANKFLOW_CHECK_ARGS)";
 }
 
 void ArgumentCheck::compare(transport::Context& context, const CallArguments& mine) {
-  if (abandoned_) {
+  if (!exchange_) {
     throw InvalidState(std::string(name_of(mine.collective)) +
-                       ": an earlier argument check on this communicator timed out (a member did "
-                       "not arrive), so its members are out of step: close it and make a new one");
+                       ": an earlier argument check on this communicator did not complete (a "
+                       "member did not arrive), so its members are out of step: close it and "
+                       "make a new one");
   }
-  mine_ = encode(mine);
-  MPI_Request request;
-  transport::check_mpi(MPI_Iallgather(mine_.data(), kWords, MPI_UINT64_T, all_.data(), kWords,
-                                      MPI_UINT64_T, comm_, &request),
+  // Until the wait completes, the request may still read `mine` and write `all` (a late
+  // member's arguments): where it does not, the block is left to MPI (released, never freed).
+  std::unique_ptr<Exchange> pending = std::move(exchange_);
+  Exchange& x = *pending;
+  x.mine = encode(mine);
+  transport::check_mpi(MPI_Iallgather(x.mine.data(), kWords, MPI_UINT64_T, x.all.data(), kWords,
+                                      MPI_UINT64_T, comm_, &x.request),
                        "MPI_Iallgather(argument check)");
   try {
-    context.mpi_wait(request, waiting_);
+    context.mpi_wait(x.request, waiting_);
   } catch (...) {
-    abandoned_ = true;  // the request may still write all_ and read mine_: both stay
+    (void)pending.release();  // exchange_ stays null: every later call is InvalidState
     throw;
   }
+  exchange_ = std::move(pending);
   for (const Field& f : kFields) {
-    const bool differs =
-        std::any_of(all_.begin(), all_.end(), [&](const Words& w) { return !same(f, w, all_[0]); });
-    if (differs) throw_difference(f, all_);
+    const bool differs = std::any_of(x.all.begin(), x.all.end(),
+                                     [&](const Words& w) { return !same(f, w, x.all[0]); });
+    if (differs) throw_difference(f, x.all);
   }
 }
 
 void ArgumentCheck::close() {
-  if (comm_ != MPI_COMM_NULL && !abandoned_) MPI_Comm_free(&comm_);
+  if (comm_ != MPI_COMM_NULL && exchange_) MPI_Comm_free(&comm_);
 }
 
 }  // namespace rankflow::api

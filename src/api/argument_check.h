@@ -10,9 +10,11 @@
 // it), so a variable seen by some ranks only cannot put them out of step.
 //
 // Owns, where on: its own duplicate of the communicator (so the comparisons are never matched
-// with the program's or rankflow's other MPI collectives on it) and the buffers of the
-// comparison in flight (which a comparison that timed out leaves to MPI). Runs on the thread
-// that calls the communicator.
+// with the program's or rankflow's other MPI collectives on it) and the request and buffers of
+// the comparison in flight. A comparison that does not complete (a Timeout) cannot be
+// cancelled: its request and buffers are then left to MPI for the rest of the process (never
+// freed, since a late member's arguments may still land in them), and so is the duplicate.
+// Runs on the thread that calls the communicator.
 #pragma once
 
 #include <mpi.h>
@@ -20,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -71,25 +74,31 @@ class ArgumentCheck {
 
   // Collective (only where enabled()): returns once every member passed the same arguments;
   // else throws InvalidArgument on every member, naming the first argument that differs and
-  // what each member passed. Its wait has the limit of the current CallScope; after a Timeout
-  // (a member that did not arrive) every later call is InvalidState.
+  // what each member passed. Its wait has the limit of the current CallScope; after one that
+  // did not complete (a Timeout: a member did not arrive) every later call is InvalidState.
   void compare(transport::Context& context, const CallArguments& mine);
 
-  // Frees the check's communicator, except where a comparison that timed out still has a
-  // request on it (MPI cannot cancel it; freeing its communicator under it can crash
-  // MPI_Finalize, docs/failure-model.md known gap 2): that one is left to MPI.
+  // Frees the check's communicator, except after a comparison that did not complete (MPI
+  // cannot cancel its request; freeing the communicator under it can crash MPI_Finalize,
+  // docs/failure-model.md known gap 2): that one is left to MPI.
   void close();
 
   static constexpr size_t kWords = 12;  // one member's arguments, encoded (argument_check.cpp)
   using Words = std::array<uint64_t, kWords>;
 
  private:
+  // The comparison's MPI request and buffers, in one block that outlives this object where the
+  // request never completed.
+  struct Exchange {
+    MPI_Request request = MPI_REQUEST_NULL;
+    Words mine{};
+    std::vector<Words> all;  // every member's, in member order
+  };
+
   bool enabled_ = false;
-  MPI_Comm comm_ = MPI_COMM_NULL;  // the check's own duplicate, where enabled
-  bool abandoned_ = false;         // a comparison timed out: its request still uses the buffers
-  Words mine_{};
-  std::vector<Words> all_;  // every member's, in member order
-  std::string waiting_;     // what the wait's Timeout says
+  MPI_Comm comm_ = MPI_COMM_NULL;       // the check's own duplicate, where enabled
+  std::unique_ptr<Exchange> exchange_;  // null once abandoned to MPI
+  std::string waiting_;                 // what the wait's Timeout says
 };
 
 }  // namespace rankflow::api

@@ -220,12 +220,45 @@ TEST_F(ArgumentCheckTest, ABadValueOnOneMemberIsADifferenceOnEvery) {
   });
 }
 
+// A request in flight on the communicator completes before the comparison: a staged 1 MiB
+// iallreduce, which needs several rounds between the members and so is not done when its call
+// returns (nothing polls it again before the next call, without a progress thread).
 TEST_F(ArgumentCheckTest, ARequestInFlightCompletesFirst) {
-  std::vector<float> mine(32, static_cast<float>(rank + 1)), summed(32);
-  Request request = comm.iallreduce(mine.data(), summed.data(), 32, f32, sum);
-  expect_mismatch(comm, {"differ in count"},
-                  [&] { comm.allreduce(in.data(), out.data(), rank == 1 ? 8 : 4, f32, sum); });
+  constexpr size_t kCount = size_t{1} << 18;
+  std::vector<float> mine(kCount, static_cast<float>(rank + 1)), summed(kCount);
+  Request request = comm.iallreduce(mine.data(), summed.data(), kCount, f32, sum);
+  bool caught = false;
+  try {
+    comm.allreduce(in.data(), out.data(), rank == 1 ? 8 : 4, f32, sum);
+  } catch (const InvalidArgument&) {
+    caught = true;
+  }
+  EXPECT_TRUE(caught);
+  EXPECT_TRUE(request.done()) << "member " << rank << ": the request was not completed first";
   request.wait();
+  for (float v : summed)
+    ASSERT_EQ(v, static_cast<float>(size * (size + 1) / 2));
+  expect_in_step(comm);
+}
+
+// With RANKFLOW_PROGRESS=thread, the thread goes on advancing the program's requests on other
+// communicators while a comparison waits: member 0 compares on `comm` while the others wait for
+// its part of an iallreduce on a second communicator, which only the thread can advance then.
+TEST_F(ArgumentCheckTest, TheProgressThreadRunsWhileAComparisonWaits) {
+  const char* progress = std::getenv("RANKFLOW_PROGRESS");
+  if (progress == nullptr || std::string(progress) != "thread")
+    GTEST_SKIP() << "needs RANKFLOW_PROGRESS=thread";
+  Communicator other = Communicator::from_mpi(MPI_COMM_WORLD);
+  constexpr size_t kCount = size_t{1} << 18;
+  std::vector<float> mine(kCount, static_cast<float>(rank + 1)), summed(kCount);
+  Request request = other.iallreduce(mine.data(), summed.data(), kCount, f32, sum);
+  if (rank == 0) {
+    expect_in_step(comm);
+    request.wait();
+  } else {
+    request.wait();
+    expect_in_step(comm);
+  }
   for (float v : summed)
     ASSERT_EQ(v, static_cast<float>(size * (size + 1) / 2));
 }
@@ -251,7 +284,7 @@ TEST_F(ArgumentCheckTest, KindsOfBuffersThatDifferAreNamed) {
   // Where the members do not map each other's memory (UCX_TLS=tcp,self), registration attaches
   // nothing: registered buffers are staged as plain ones, and count as plain.
   float* buffer = rank == 0 ? mine.data() : in.data();
-  if (api::maps_peers(comm)) {
+  if (api::runs_in_place(comm, mine.data(), 64 * sizeof(float), mine.data(), 64 * sizeof(float))) {
     expect_mismatch(comm, {"registered buffers on member 0"},
                     [&] { comm.allreduce(buffer, buffer, 64, f32, sum); });
   } else {
@@ -260,18 +293,24 @@ TEST_F(ArgumentCheckTest, KindsOfBuffersThatDifferAreNamed) {
   }
 }
 
-// A member that never makes the call: the others' comparison ends in a Timeout naming it, and
-// every later call on that communicator is InvalidState (the members are out of step).
+// A member that does not make the call in time: member 0's comparison ends in a Timeout naming
+// it, and every later collective on member 0's communicator is InvalidState (the members are out
+// of step). The others, late, pair with member 0's comparison that did not complete (the
+// arguments agree), so they run the allreduce alone and time out in it.
 TEST_F(ArgumentCheckTest, AnAbsentMemberIsATimeoutThenTheCommunicatorRefuses) {
   comm.set_timeout(std::chrono::milliseconds(300));
   if (rank == 0) {
     expect_error(ErrorCode::kTimeout, "argument check (member 0 of",
                  [&] { comm.allreduce(in.data(), out.data(), 16, f32, sum); });
     expect_error(ErrorCode::kInvalidState,
-                 "an earlier argument check on this communicator timed out",
+                 "an earlier argument check on this communicator did not complete",
                  [&] { comm.broadcast(in.data(), 16, f32, 0); });
   }
   MPI_Barrier(MPI_COMM_WORLD);
+  if (rank != 0) {
+    expect_error(ErrorCode::kTimeout, "allreduce",
+                 [&] { comm.allreduce(in.data(), out.data(), 16, f32, sum); });
+  }
 }
 
 // Set on member 0 only: the members agree at creation to compare on every one.
