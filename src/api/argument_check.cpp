@@ -34,7 +34,8 @@ Words encode(const CallArguments& a) {
   w[kRoot] = static_cast<uint64_t>(static_cast<int64_t>(a.root));
   w[kInPlace] = a.in_place ? 1 : 0;
   w[kBuffers] = static_cast<uint64_t>(a.buffers);
-  std::memcpy(&w[kName], a.algorithm.data(), std::min(a.algorithm.size(), kNameWords * 8));
+  if (!a.algorithm.empty())  // an empty view's data() may be null, which memcpy must not get
+    std::memcpy(&w[kName], a.algorithm.data(), std::min(a.algorithm.size(), kNameWords * 8));
   w[kNameLength] = a.algorithm.size();
   return w;
 }
