@@ -29,18 +29,19 @@ using namespace std::chrono_literals;
 
 Worker* g_worker = nullptr;
 struct Kernels {
-  KernelHandle fill_slowly;  // out[i] = in[0] + 1 after 50 ms
-  KernelHandle copy_slowly;  // out = in after 50 ms
-  KernelHandle set_99;       // out[i] = 99
-  KernelHandle increment;    // inout[i] += 1
-  KernelHandle fail;         // throws
-  KernelHandle fail_slowly;  // throws after 300 ms
-  KernelHandle member;       // out[0] = 100 + group_rank, out[1] = group_size, out[2] = no_dep[0]
-  KernelHandle configured;   // out = {threads, scratch bytes, scratch works}
-  KernelHandle slow_mark;    // out[0] = 1 after 100 ms
-  SubHandle double_it;       // out = 2 * in (on the host)
-  SubHandle observe;         // reads its inputs: waits for their writers
-  SubHandle hold;            // returns once g_release is set
+  KernelHandle fill_slowly;   // out[i] = in[0] + 1 after 50 ms
+  KernelHandle copy_slowly;   // out = in after 50 ms
+  KernelHandle set_99;        // out[i] = 99
+  KernelHandle increment;     // inout[i] += 1
+  KernelHandle fail;          // throws
+  KernelHandle throw_an_int;  // throws 42, not a std::exception
+  KernelHandle fail_slowly;   // throws after 300 ms
+  KernelHandle member;        // out[0] = 100 + group_rank, out[1] = group_size, out[2] = no_dep[0]
+  KernelHandle configured;    // out = {threads, scratch bytes, scratch works}
+  KernelHandle slow_mark;     // out[0] = 1 after 100 ms
+  SubHandle double_it;        // out = 2 * in (on the host)
+  SubHandle observe;          // reads its inputs: waits for their writers
+  SubHandle hold;             // returns once g_release is set
 } g_k;
 std::atomic<bool> g_release{false};
 
@@ -66,6 +67,9 @@ void increment(TaskContext& t) {
 }
 void fail(TaskContext&) {
   throw std::runtime_error("deliberate failure");
+}
+void throw_an_int(TaskContext&) {
+  throw 42;  // not a std::exception
 }
 void fail_slowly(TaskContext&) {
   std::this_thread::sleep_for(300ms);  // its consumers are posted behind it meanwhile
@@ -228,6 +232,33 @@ TEST(RuntimeTest, FailureSkipsConsumersFinishesOthersAndTheNextRunWorks) {
 
 // Consumers on the failed task's own chip are posted behind it while it runs (they follow it in
 // the chip's ring rather than wait for it): the chip must skip them, exactly them.
+// An exception of any other type fails the task the same way, with the kernel named.
+TEST(RuntimeTest, ANonStdExceptionInAKernelIsARemoteFailureNamingIt) {
+  std::string error;
+  try {
+    g_worker->run([&](Orchestrator& orch) {
+      auto x = orch.host_tensor<float>({4});
+      orch.submit(g_k.throw_an_int, {out(x)}, last_chip());
+    });
+  } catch (const RemoteFailure& e) {
+    error = e.what();
+  }
+  if (g_worker->is_host()) {
+    EXPECT_THAT(error, ::testing::HasSubstr("kernel 'throw_an_int': unknown exception"));
+    EXPECT_THAT(error, ::testing::HasSubstr("chip worker " + std::to_string(last_chip())));
+  }
+  float after = 0;
+  g_worker->run([&](Orchestrator& orch) {
+    auto x = orch.host_tensor<float>({4});
+    orch.submit(g_k.set_99, {out(x)}, last_chip());
+    orch.submit_sub(g_k.observe, {in(x)}).wait();
+    after = x.host<float>()[3];
+  });
+  if (g_worker->is_host()) {
+    EXPECT_EQ(after, 99.0f) << "the run after the failure must work";
+  }
+}
+
 TEST(RuntimeTest, ConsumersStreamedBehindAFailingTaskOnItsChipNeverRun) {
   float consumer = -1, consumer_of_consumer = -1, independent = -1;
   std::string error, consumer_error;
@@ -603,6 +634,7 @@ int main(int argc, char** argv) {
     g_k.set_99 = worker.register_kernel("set_99", set_99);
     g_k.increment = worker.register_kernel("increment", increment);
     g_k.fail = worker.register_kernel("fail", fail);
+    g_k.throw_an_int = worker.register_kernel("throw_an_int", throw_an_int);
     g_k.fail_slowly = worker.register_kernel("fail_slowly", fail_slowly);
     g_k.member = worker.register_kernel("member", member);
     g_k.configured = worker.register_kernel("configured", configured);
